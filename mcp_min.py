@@ -163,13 +163,14 @@ def validate(value, schema, path="arguments"):
                 pass
         raise ValueError(f"{path}: {json.dumps(value)[:80]} matches none of {json.dumps(schema['anyOf'])}")
     if "enum" in schema:
-        if not any(value == choice and type(value) is type(choice) for choice in schema["enum"]):  # True is not 1
+        # Equal as JSON values: 1.0 is 1, but true is not 1 (Python says True == 1).
+        if not any(value == choice and isinstance(value, bool) == isinstance(choice, bool) for choice in schema["enum"]):
             raise ValueError(f"{path} must be one of {json.dumps(schema['enum'])}")
         return value
     expected = schema["type"]
     if expected == "integer" and isinstance(value, float) and value.is_integer():
         value = int(value)  # JSON Schema counts 5.0 as an integer
-    python_type = {"number": (int, float), **{name: t for t, name in JSON_TYPES.items()}}[expected]
+    python_type = {**{name: t for t, name in JSON_TYPES.items()}, "number": (int, float)}[expected]
     # No coercion: "5" is not an integer. A model that sent the wrong type learns it and retries.
     if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
         raise ValueError(f"{path} must be of type {expected}, not {json.dumps(value)[:80]}")
@@ -432,15 +433,21 @@ class Server:
 
     def notification(self, message, session):
         if message["method"] == "notifications/cancelled":
-            task = session["in_flight"].pop(message.get("params", {}).get("requestId"), None)
-            if task:  # an unknown or finished id is ignored, as the spec says
+            request_id = message.get("params", {}).get("requestId")
+            task = session["in_flight"].pop(request_id, None) if valid_id(request_id) else None
+            if task:  # an unknown, finished or malformed id is ignored, as the spec says
                 task.cancel()
         # notifications/initialized and any other: nothing to do, and never an answer.
 
     # --- The stdio transport ---
 
-    def run(self):
-        """Serve MCP on stdin/stdout until stdin closes; answer every request read, then return."""
+    def run(self, transport="stdio", host="127.0.0.1", port=8000, **options):
+        """Serve MCP on stdin/stdout until stdin closes; answer every request read, then return.
+        (A thread cannot be killed: a cancelled sync tool that ignores ctx.cancelled delays the return.)
+        transport="http" serves Streamable HTTP on host:port instead (mcp_http.py, loaded only then)."""
+        if transport == "http":
+            import mcp_http
+            return mcp_http.serve(self, host, port, **options)
         # Keep the real stdout for protocol messages and point fd 1 and sys.stdout at stderr, so a
         # stray print() in a tool, or a C library writing to fd 1, can never corrupt the stream.
         wire_fd = os.dup(1)
@@ -495,9 +502,9 @@ async def open_pipes(in_fd, out_fd):
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-def is_pipe_like(fd):
+def is_pipe_like(fd):  # what epoll can watch; /dev/null is a character device it refuses
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 def copy_through_pipe(loop, file, incoming):
@@ -519,6 +526,12 @@ class Client:
     """async with Client([sys.executable, "server.py"]) as client: await client.call_tool(name, arguments)
 
     trace(direction, line), if given, sees every line: "→" sent, "←" received."""
+
+    def __new__(cls, command, *args, **kwargs):
+        if isinstance(command, str) and command.startswith(("http://", "https://")):
+            import mcp_http  # Client("http://127.0.0.1:8000/mcp") speaks Streamable HTTP
+            cls = mcp_http.HTTPClient
+        return super().__new__(cls)
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
@@ -552,9 +565,14 @@ class Client:
         self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
         try:
             found = await self.request("server/discover", timeout=self.probe_timeout)
-            self.capabilities = found.get("capabilities", {})
-            self.server_info = found.get("_meta", {}).get(META + "serverInfo", {})
-            return
+            supported = found.get("supportedVersions", [])
+            if any(version in MODERN_VERSIONS for version in supported):
+                self.protocol_version = max(version for version in supported if version in MODERN_VERSIONS)
+                self.capabilities = found.get("capabilities", {})
+                self.server_info = found.get("_meta", {}).get(META + "serverInfo", {})
+                return
+            if not any(version in LEGACY_VERSIONS for version in supported):
+                raise MCPError(UNSUPPORTED_VERSION, "no protocol version in common", {"supported": supported})
         except MCPError as e:
             if e.code == UNSUPPORTED_VERSION:  # modern, but no version in common: falling back cannot help
                 raise MCPError(e.code, f"the server speaks {(e.data or {}).get('supported')}; this client speaks "
@@ -569,7 +587,7 @@ class Client:
                            f"this client speaks {MODERN_VERSIONS + LEGACY_VERSIONS}")
         self.protocol_version = result["protocolVersion"]
         self.capabilities, self.server_info = result.get("capabilities", {}), result.get("serverInfo", {})
-        self.notify("notifications/initialized")
+        await self.notify("notifications/initialized")
 
     async def list_tools(self):
         """Every tool, following pagination: a list of tool dicts exactly as on the wire."""
