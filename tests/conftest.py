@@ -1,0 +1,108 @@
+"""Shared fixtures: one embedding model and one index of docs/ per test session, and a way
+to keep one server.py subprocess (driven by mcp_min.Client) alive across many tests.
+
+Loading the model takes seconds, so every fixture that needs it is session-scoped.
+"""
+
+import asyncio
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))
+
+import index_build  # noqa: E402  (needs the sys.path line above)
+from mcp_min import Client  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def model():
+    return index_build.load_model()
+
+
+@pytest.fixture(scope="session")
+def built_index(tmp_path_factory, model):
+    """An index of the real docs/ folder, built once into a temporary folder."""
+    index_dir = tmp_path_factory.mktemp("docs-index") / "index"
+    index_build.build_index(DOCS, index_dir, model=model)
+    return index_dir
+
+
+@pytest.fixture
+def small_docs(tmp_path):
+    """A docs folder of three real cafe files, in a temporary folder of its own."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("faq.txt", "hours_access.txt", "menu_prices.txt"):
+        shutil.copy(DOCS / name, docs / name)
+    return docs
+
+
+class LiveServer:
+    """A server subprocess shared by many tests.
+
+    mcp_min.Client is asyncio-based and its connection belongs to one event loop, so the
+    loop runs in a background thread and each test hands it one coroutine at a time.
+    """
+
+    def __init__(self, command, timeout=120):
+        self.timeout = timeout
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client = Client(command, timeout=timeout)
+        self.run(self.client.__aenter__())
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(self.timeout)
+
+    def call(self, tool, arguments=None):
+        return self.run(self.client.call_tool(tool, arguments or {}))
+
+    def list_tools(self):
+        return self.run(self.client.list_tools())
+
+    def close(self):
+        self.run(self.client.__aexit__(None, None, None))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def server_command(index_dir, *extra):
+    return [sys.executable, str(ROOT / "server.py"), "--index", str(index_dir), *extra]
+
+
+@pytest.fixture(scope="session")
+def live_server(built_index):
+    """One server.py over the session index; its model loads while other tests run."""
+    server = LiveServer(server_command(built_index))
+    yield server
+    server.close()
+
+
+# Lines that tests want shown after the run, even in a quiet `pytest -q` (see test_retrieval.py).
+SUMMARY_LINES = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SUMMARY_LINES:
+        terminalreporter.write_sep("-", "retrieval quality")
+        for line in SUMMARY_LINES:
+            terminalreporter.write_line(line)
+
+
+def text_of(result):
+    """The text of a CallToolResult's content blocks, joined."""
+    return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+def pytest_addoption(parser):
+    # tests/test_fuzz.py and tests/test_load.py: --soak runs them about 100 times longer.
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="run the fuzz and load tests much longer (minutes, not seconds)")

@@ -1,0 +1,207 @@
+"""index_build.py: passage splitting, the files it writes, and failing without leaving anything behind."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import index_build
+from conftest import DOCS, ROOT
+
+
+def leftovers(folder):
+    """Temporary build/backup folders that a clean run must not leave next to the index."""
+    return sorted(p.name for p in folder.iterdir() if "-building-" in p.name or "-old-" in p.name)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, str(ROOT / "index_build.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+# --- splitting text into passages ---
+
+def test_paragraphs_are_split_on_blank_lines():
+    text = "Title\n\nFirst paragraph\nstill first.\n \n\n\nSecond one.\n"
+    assert index_build.split_paragraphs(text) == ["Title", "First paragraph\nstill first.", "Second one."]
+
+
+def test_title_is_merged_into_the_first_paragraph_and_numbers_are_kept():
+    body = "A paragraph long enough to stand on its own. " * 4
+    text = f"The Title\n\n{body}\n\n{body}\n\nA short note."
+    passages = index_build.split_into_passages(text)
+    assert [number for number, _ in passages] == [1, 3]
+    assert passages[0][1].startswith("The Title\n\n")
+    assert passages[1][1].endswith("\n\nA short note.")  # a short last piece joins the one before
+
+
+def test_long_paragraphs_are_cut_at_sentence_boundaries():
+    sentence = "This sentence is about the opening hours of the cafe on a weekday. "
+    paragraph = (sentence * 40).strip()
+    parts = index_build.split_long(paragraph)
+    assert len(parts) > 1
+    assert all(len(part) <= index_build.MAX_PASSAGE_CHARS for part in parts)
+    assert all(part.endswith(".") for part in parts)
+    assert " ".join(parts) == paragraph
+
+
+def test_a_sentence_longer_than_the_limit_is_cut_at_spaces():
+    words = "word " * 500
+    parts = index_build.split_long(words.strip(), limit=100)
+    assert all(0 < len(part) <= 100 for part in parts)
+    assert " ".join(parts) == words.strip()
+
+
+def test_every_docs_passage_fits_the_model():
+    _, passages = index_build.read_documents(DOCS)
+    assert all(len(p["text"]) <= index_build.MAX_PASSAGE_CHARS for p in passages)
+
+
+# --- a successful build ---
+
+def test_build_writes_index_passages_and_manifest(built_index):
+    manifest = json.loads((built_index / "manifest.json").read_text())
+    names = sorted(p.name for p in DOCS.iterdir() if p.suffix in (".txt", ".md"))
+    assert list(manifest["files"]) == names
+    assert manifest["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert manifest["dimension"] == 384
+    assert manifest["index_type"] == "IndexFlatIP"
+    assert manifest["created"].endswith("+00:00")
+    for name, info in manifest["files"].items():
+        assert info["sha256"] == hashlib.sha256((DOCS / name).read_bytes()).hexdigest()
+        assert info["title"].startswith("The Wandering Kettle")
+    # The docs folder is recorded relative to the index, and resolves back to docs/.
+    assert not os.path.isabs(manifest["docs_dir"])
+    assert index_build.resolve_docs_dir(manifest, built_index) == DOCS.resolve()
+
+    manifest, faiss_index, passages = index_build.load_index(built_index)
+    assert faiss_index.ntotal == len(passages) == manifest["counts"]["passages"]
+    assert sum(info["passages"] for info in manifest["files"].values()) == len(passages)
+    assert set(passages[0]) == {"source", "passage", "paragraph", "text"}
+    assert index_build.stale_reasons(manifest, DOCS) == []
+    assert leftovers(built_index.parent) == []
+
+
+def test_rebuild_replaces_the_old_index(small_docs, tmp_path, model):
+    index_dir = tmp_path / "index"
+    first = index_build.build_index(small_docs, index_dir, model=model)
+    (small_docs / "extra.md").write_text("# Extra\n\nThe cafe has a piano that guests may play.\n")
+    second = index_build.build_index(small_docs, index_dir, model=model)
+    assert first["counts"]["files"] == 3 and second["counts"]["files"] == 4
+    assert "extra.md" in json.loads((index_dir / "manifest.json").read_text())["files"]
+    assert leftovers(tmp_path) == []
+
+
+def test_vectors_are_unit_length(model):
+    import numpy as np
+    vectors = index_build.embed(model, ["can I bring a dog", "opening hours"])
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_hnsw_is_used_above_the_threshold(small_docs, tmp_path, model, monkeypatch):
+    monkeypatch.setattr(index_build, "HNSW_THRESHOLD", 5)
+    manifest = index_build.build_index(small_docs, tmp_path / "index", model=model)
+    assert manifest["index_type"] == "IndexHNSWFlat"
+    _, faiss_index, passages = index_build.load_index(tmp_path / "index")
+    query = index_build.embed(model, ["can I bring my dog"])
+    similarities, ids = faiss_index.search(query, 1)
+    assert passages[ids[0][0]]["source"] == "faq.txt"
+    assert faiss_index.hnsw.efSearch == index_build.HNSW_EF_SEARCH  # saved with the index
+
+
+def test_symlinks_out_of_the_docs_folder_are_skipped(small_docs, tmp_path, model):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The safe code is 1234.\n")
+    (small_docs / "secret.txt").symlink_to(secret)
+    manifest = index_build.build_index(small_docs, tmp_path / "index", model=model)
+    assert "secret.txt" not in manifest["files"]
+
+
+def test_cli_prints_a_summary(small_docs, tmp_path, model, monkeypatch, capsys):
+    monkeypatch.setattr(index_build, "load_model", lambda threads=None: model)  # reuse the loaded model
+    assert index_build.main(["--docs", str(small_docs), "--index", str(tmp_path / "index")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("indexed 3 files -> ") and "IndexFlatIP" in out
+
+
+# --- failures: a clear message, exit code 1, nothing written ---
+# These stop before the model is loaded, so they run the real command line quickly.
+
+def test_missing_docs_folder(tmp_path):
+    result = run_cli("--docs", tmp_path / "nope", "--index", tmp_path / "index")
+    assert result.returncode == 1
+    assert "docs folder not found" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_docs_folder(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF")
+    result = run_cli("--docs", tmp_path / "docs", "--index", tmp_path / "index")
+    assert result.returncode == 1
+    assert "no .txt or .md files" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
+
+
+def test_file_that_is_not_utf8_is_named(small_docs, tmp_path):
+    (small_docs / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
+    result = run_cli("--docs", small_docs, "--index", tmp_path / "index")
+    assert result.returncode == 1
+    assert "latin1.txt is not valid UTF-8" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "index").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_unwritable_index_folder(small_docs, tmp_path):
+    (tmp_path / "somefile").write_text("not a folder")
+    result = run_cli("--docs", small_docs, "--index", tmp_path / "somefile" / "sub")
+    assert result.returncode == 1
+    assert "cannot write the index" in result.stderr
+    assert (tmp_path / "somefile").read_text() == "not a folder"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "somefile"]
+
+
+def test_index_path_that_is_a_file(small_docs, tmp_path):
+    (tmp_path / "index").write_text("precious")
+    result = run_cli("--docs", small_docs, "--index", tmp_path / "index")
+    assert result.returncode == 1
+    assert "exists and is not a folder" in result.stderr
+    assert (tmp_path / "index").read_text() == "precious"
+
+
+def test_refuses_to_replace_a_folder_that_is_not_an_index(small_docs, tmp_path):
+    # `--index docs` by mistake must not wipe the documents.
+    result = run_cli("--docs", small_docs, "--index", small_docs)
+    assert result.returncode == 1
+    assert "not an index folder" in result.stderr
+    assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt", "menu_prices.txt"]
+
+
+def test_failed_write_keeps_the_old_index(small_docs, tmp_path, model, monkeypatch):
+    index_dir = tmp_path / "index"
+    index_build.build_index(small_docs, index_dir, model=model)
+    before = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+
+    def disk_full(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(index_build, "write_index_files", disk_full)
+    (small_docs / "new.txt").write_text("New things\n\nA brand new paragraph about scones and jam.\n")
+    with pytest.raises(index_build.BuildError, match="No space left on device"):
+        index_build.build_index(small_docs, index_dir, model=model)
+    assert {p.name: p.read_bytes() for p in index_dir.iterdir()} == before
+    assert leftovers(tmp_path) == []
+
+
+def test_bad_utf8_keeps_the_old_index(small_docs, tmp_path, model):
+    index_dir = tmp_path / "index"
+    index_build.build_index(small_docs, index_dir, model=model)
+    before = (index_dir / "manifest.json").read_text()
+    (small_docs / "bad.txt").write_bytes(b"\xff\xfe broken")
+    result = run_cli("--docs", small_docs, "--index", index_dir)
+    assert result.returncode == 1 and "bad.txt" in result.stderr
+    assert (index_dir / "manifest.json").read_text() == before

@@ -1,0 +1,229 @@
+"""server.py through a real subprocess, driven by mcp_min.Client: the three tools, their
+input checks, refused document names, and a missing or out-of-date index."""
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import index_build
+from conftest import DOCS, ROOT, LiveServer, server_command, text_of
+
+DOC_NAMES = sorted(p.name for p in DOCS.iterdir() if p.suffix in (".txt", ".md"))
+
+
+def index_of(server):
+    """The --index folder a LiveServer was started with."""
+    command = server.client.command
+    return Path(command[command.index("--index") + 1])
+
+
+def assert_no_paths_leak(text, *folders):
+    for folder in (ROOT, DOCS, *folders):
+        assert str(folder) not in text
+
+
+# --- startup ---
+
+def test_importing_server_loads_no_heavy_library():
+    # initialize and tools/list must be answered at once: torch & co. load in the background.
+    code = "import sys, server; print(sorted(m for m in ('torch', 'faiss', 'sentence_transformers', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_tools_are_listed_before_the_model_has_loaded(built_index):
+    started = time.perf_counter()
+    server = LiveServer(server_command(built_index))
+    try:
+        tools = server.list_tools()
+        elapsed = time.perf_counter() - started
+    finally:
+        server.close()
+    assert [t["name"] for t in tools] == ["search", "list_documents", "get_document"]
+    assert elapsed < 3.0, f"connect + tools/list took {elapsed:.1f} s"
+
+
+def test_tool_definitions(live_server):
+    tools = {t["name"]: t for t in live_server.list_tools()}
+    search = tools["search"]
+    assert search["inputSchema"]["required"] == ["query"]
+    assert search["inputSchema"]["properties"]["top_k"] == {"type": "integer", "default": 5}
+    assert search["outputSchema"]["properties"]["results"]["type"] == "array"
+    for topic in ("menu", "prices", "hours", "wifi", "allergies", "staff handbook", "history", "events"):
+        assert topic in search["description"]
+    assert "properties" not in tools["list_documents"]["inputSchema"]
+    assert tools["get_document"]["inputSchema"]["required"] == ["name"]
+
+
+# --- search ---
+
+def test_search_finds_the_dog_answer(live_server):
+    result = live_server.call("search", {"query": "can I bring a dog", "top_k": 3})
+    assert result["isError"] is False
+    text = text_of(result)
+    assert re.match(r"\[1\] source: faq\.txt \(distance: 0\.\d\d\)\n", text)
+    assert "dogs are welcome" in text
+    results = result["structuredContent"]["results"]
+    assert [r["rank"] for r in results] == [1, 2, 3]
+    assert set(results[0]) == {"rank", "source", "distance", "text"}
+    assert results[0]["source"] == "faq.txt"
+    distances = [r["distance"] for r in results]
+    assert distances == sorted(distances) and all(0 <= d <= 2 for d in distances)
+    assert all(round(d, 4) == d for d in distances)
+    # The text shows each result's header, its passage, and a blank line between results.
+    for r in results:
+        assert f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})\n{r['text']}" in text
+    assert text.count("\n\n[") == 2
+
+
+def test_search_defaults_to_five_results(live_server):
+    result = live_server.call("search", {"query": "opening hours on Sunday"})
+    assert len(result["structuredContent"]["results"]) == 5
+    assert result["structuredContent"]["results"][0]["source"] == "hours_access.txt"
+
+
+@pytest.mark.parametrize("top_k", [1, 50])
+def test_top_k_limits_are_accepted(live_server, top_k):
+    result = live_server.call("search", {"query": "wifi password", "top_k": top_k})
+    assert result["isError"] is False
+    passages = json.loads((index_of(live_server) / "manifest.json").read_text())["counts"]["passages"]
+    assert len(result["structuredContent"]["results"]) == min(top_k, passages)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"query": "wifi", "top_k": 0}, "top_k must be between 1 and 50"),
+    ({"query": "wifi", "top_k": 51}, "top_k must be between 1 and 50"),
+    ({"query": "wifi", "top_k": -3}, "top_k must be between 1 and 50"),
+    ({"query": "wifi", "top_k": "3"}, "top_k must be"),  # mcp_min checks the type
+    ({"query": ""}, "query is empty"),
+    ({"query": "   \n"}, "query is empty"),
+    ({"query": "x" * 1001}, "the limit is 1000"),
+    ({}, "missing required argument(s): query"),
+])
+def test_bad_search_input_is_a_tool_error(live_server, arguments, message):
+    result = live_server.call("search", arguments)
+    assert result["isError"] is True
+    assert message in text_of(result)
+    assert "structuredContent" not in result
+
+
+def test_query_of_exactly_the_limit_is_accepted(live_server):
+    result = live_server.call("search", {"query": ("is there wifi " * 100)[:1000], "top_k": 1})
+    assert result["isError"] is False
+
+
+# --- list_documents and get_document ---
+
+def test_list_documents(live_server):
+    result = live_server.call("list_documents")
+    assert result["isError"] is False
+    documents = result["structuredContent"]["documents"]
+    assert [d["name"] for d in documents] == DOC_NAMES
+    assert all(d["title"].startswith("The Wandering Kettle") for d in documents)
+    assert text_of(result).splitlines()[0] == f"{documents[0]['name']}: {documents[0]['title']}"
+
+
+@pytest.mark.parametrize("name", DOC_NAMES)
+def test_get_document_returns_the_whole_file(live_server, name):
+    result = live_server.call("get_document", {"name": name})
+    assert result["isError"] is False
+    assert text_of(result) == (DOCS / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", [
+    "../README.md", "../docs/faq.txt", "./faq.txt", "docs/faq.txt", str(DOCS / "faq.txt"), "/etc/passwd",
+    "FAQ.TXT", "Faq.txt", "faq.txt\x00", "faq.txt\x00.png", " faq.txt", "faq", "nope.txt", "",
+    "..", ".", "manifest.json", "faq.txt/", "..\\faq.txt",
+])
+def test_get_document_refuses_anything_but_an_indexed_name(live_server, name):
+    result = live_server.call("get_document", {"name": name})
+    assert result["isError"] is True
+    text = text_of(result)
+    assert "Valid names: " + ", ".join(DOC_NAMES) in text
+    if name != str(DOCS / "faq.txt"):  # echoing back the caller's own input is fine
+        assert_no_paths_leak(text)
+
+
+# --- a small docs folder of our own: symlinks and an out-of-date index ---
+
+@pytest.fixture
+def small_server(small_docs, tmp_path, model):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The safe code is 1234.\n")
+    (small_docs / "secret.txt").symlink_to(secret)
+    index_build.build_index(small_docs, tmp_path / "index", model=model)
+    server = LiveServer(server_command(tmp_path / "index"))
+    yield server, small_docs, secret
+    server.close()
+
+
+def test_symlink_out_of_the_docs_folder_is_refused(small_server):
+    server, docs, secret = small_server
+    result = server.call("get_document", {"name": "secret.txt"})
+    assert result["isError"] is True
+    assert "1234" not in text_of(result)
+    assert "Valid names: faq.txt, hours_access.txt, menu_prices.txt" in text_of(result)
+
+
+def test_changed_docs_make_search_ask_for_a_rebuild_then_recover(small_server, model):
+    server, docs, secret = small_server
+    index_dir = index_of(server)
+    # top_k above the number of passages: every passage, once.
+    result = server.call("search", {"query": "dog", "top_k": 50})
+    assert result["isError"] is False
+    passages = index_build.read_manifest(index_dir)["counts"]["passages"]
+    assert passages < 50 and len(result["structuredContent"]["results"]) == passages
+
+    # A file swapped for a symlink that points out of the folder: never served, and stale.
+    original = (docs / "faq.txt").read_bytes()
+    (docs / "faq.txt").unlink()
+    (docs / "faq.txt").symlink_to(secret)
+    result = server.call("get_document", {"name": "faq.txt"})
+    assert result["isError"] is True and "1234" not in text_of(result)
+    assert "not available" in text_of(result)
+    result = server.call("search", {"query": "dog"})
+    assert result["isError"] is True
+    assert "out of date" in text_of(result) and "make index" in text_of(result)
+    assert_no_paths_leak(text_of(result), docs, index_dir)
+
+    # The file edited: still stale.
+    (docs / "faq.txt").unlink()
+    (docs / "faq.txt").write_bytes(original + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
+    result = server.call("search", {"query": "dog"})
+    assert result["isError"] is True and "faq.txt changed" in text_of(result)
+
+    # Rebuilt: the running server picks the new index up, no restart needed.
+    index_build.build_index(docs, index_dir, model=model)
+    result = server.call("search", {"query": "do you sell dog treats", "top_k": 1})
+    assert result["isError"] is False
+    assert "dog treats" in text_of(result)
+
+
+def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
+    server = LiveServer(server_command(tmp_path / "no-index"))
+    try:
+        for tool, arguments in [("search", {"query": "dog"}), ("list_documents", {}),
+                                ("get_document", {"name": "faq.txt"})]:
+            result = server.call(tool, arguments)
+            assert result["isError"] is True
+            assert "run `make index`" in text_of(result)
+            assert_no_paths_leak(text_of(result), tmp_path)
+        assert server.list_tools()  # still serving
+    finally:
+        server.close()
+
+
+def test_docs_option_overrides_the_manifest(built_index, small_docs):
+    # --docs points at a folder whose files differ from the index: search says so.
+    server = LiveServer(server_command(built_index, "--docs", str(small_docs)))
+    try:
+        result = server.call("search", {"query": "dog"})
+        assert result["isError"] is True and "is removed" not in text_of(result)
+        assert "was removed" in text_of(result) and "make index" in text_of(result)
+    finally:
+        server.close()
