@@ -69,10 +69,10 @@ def milliseconds(since):
     return f"{(time.perf_counter() - since) * 1000:.0f} ms"
 
 
-async def demo(command, label, question, top_k, trace):
+async def demo(command, label, question, top_k, trace, legacy=False):
     print(f"[1] connect: start `{label}` and open the conversation")
     started = time.perf_counter()
-    async with Client(command, trace=trace) as client:
+    async with Client(command, trace=trace, legacy=legacy) as client:
         info = client.server_info or {}
         field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
         field("protocol", client.protocol_version)
@@ -120,6 +120,8 @@ def main(argv=None):
     parser.add_argument("--top-k", type=int, default=3, help="passages to ask for (default: 3)")
     parser.add_argument("--index", default="index", help="index folder for server.py (default: index)")
     parser.add_argument("--trace", action="store_true", help="print every JSON line sent (→) and received (←)")
+    parser.add_argument("--legacy", action="store_true",
+                        help="open with the initialize handshake (2025-11-25) instead of probing for 2026-07-28")
     parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
                         help="command of another stdio MCP server; everything after it belongs to that command")
     args = parser.parse_args(argv)
@@ -141,7 +143,8 @@ def main(argv=None):
         print(f"{direction} {line}", flush=True)
 
     try:
-        return asyncio.run(demo(command, label, args.question, args.top_k, trace if args.trace else None))
+        return asyncio.run(demo(command, label, args.question, args.top_k, trace if args.trace else None,
+                                args.legacy))
     except (ConnectionError, MCPError, TimeoutError) as e:
         print(f"client.py: error: {e}", file=sys.stderr)
         return 1

@@ -533,9 +533,9 @@ class Client:
             cls = mcp_http.HTTPClient
         return super().__new__(cls)
 
-    def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0):
+    def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0, legacy=False):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
-        self.timeout, self.probe_timeout = timeout, probe_timeout
+        self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
         self.protocol_version = self.server_info = self.capabilities = self.era = self.failure = None
         self.pending, self.progress_handlers, self.ids, self.stderr_tail = {}, {}, itertools.count(1), []
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
@@ -561,9 +561,12 @@ class Client:
 
     async def connect(self):
         """Probe with server/discover: a DiscoverResult or a modern error means 2026-07-28. Any other
-        error, or silence, means a legacy server: fall back to the initialize handshake."""
+        error, or silence, means a legacy server: fall back to the initialize handshake.
+        legacy=True skips the probe and opens with the handshake, as hosts of the legacy era do."""
         self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
         try:
+            if self.legacy:
+                raise TimeoutError
             found = await self.request("server/discover", timeout=self.probe_timeout)
             supported = found.get("supportedVersions", [])
             if any(version in MODERN_VERSIONS for version in supported):

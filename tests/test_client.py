@@ -56,6 +56,22 @@ def test_own_question_with_trace(built_index):
     assert lines[lines.index("[2] tools/list") + 1].startswith("→ ")
 
 
+def test_legacy_shows_the_four_messages_of_a_handshake_session(built_index):
+    # The flow of the tutorial this project grew from: initialize, notifications/initialized,
+    # tools/list, tools/call. Only the three requests are answered.
+    result = run_client("--legacy", "--trace", "--top-k", "1", "--index", built_index)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
+    received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
+    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+    assert "id" not in sent[1]
+    assert [m["id"] for m in received] == [1, 2, 3]
+    assert received[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert "    era        : legacy" in result.stdout
+    assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "faq.txt"
+
+
 def test_missing_index_is_a_clear_error(tmp_path):
     result = run_client("--index", tmp_path / "nowhere", timeout=60)
     assert result.returncode == 1
