@@ -21,7 +21,8 @@ files in the docs folder, search answers with an error telling to run `make inde
 (and picks the new index up on the next call, without a restart).
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
-query may use.
+query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
+accepts, in bursts of up to twice that (0 = no limit).
 """
 
 import argparse
@@ -41,6 +42,42 @@ MAX_TOP_K = 50
 MAX_DOCUMENT_CHARS = 200_000  # get_document refuses bigger files: they would flood the model's context
 MODEL_LOAD_TIMEOUT = 300   # seconds a search waits for the model before giving up
 DEFAULT_TORCH_THREADS = 1  # one query is a small job: extra threads add more overhead than speed
+
+
+class RateLimit:
+    """A token bucket: `rate` calls per second on average, bursts of up to `burst` calls.
+
+    The spec asks servers to rate-limit tool invocations. A refused call is a tool result
+    with isError (raised as an exception below), not a JSON-RPC error: the protocol's
+    error codes are for malformed requests, implementations must not invent new ones in
+    the -32000 range, and an isError text tells the model to slow down, which it can act on.
+    """
+
+    def __init__(self, rate, burst):
+        self.rate, self.burst, self.tokens = rate, burst, burst
+        self.last, self.lock = time.monotonic(), threading.Lock()
+
+    def check(self):
+        if not self.rate:
+            return
+        with self.lock:  # tools run in worker threads
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            if self.tokens < 1:
+                wait = (1 - self.tokens) / self.rate
+                raise RuntimeError(f"rate limit: at most {self.rate:g} calls per second; retry in {wait:.1f} s")
+            self.tokens -= 1
+
+
+def rate_limit_from_environment():
+    value = os.environ.get("RAG_RATE_LIMIT", "20")
+    try:
+        rate = max(0.0, float(value))
+    except ValueError:
+        log(f"ignoring RAG_RATE_LIMIT={value!r}: not a number")
+        rate = 20.0
+    return RateLimit(rate, burst=max(1, int(2 * rate)))
 
 
 def log(message):
@@ -217,6 +254,7 @@ server = Server(
                   "Use get_document when a whole file is needed."))
 
 library = Library("index")  # replaced by main() with the folders from the command line
+rate_limit = rate_limit_from_environment()
 
 SEARCH_OUTPUT_SCHEMA = {
     "type": "object",
@@ -269,6 +307,7 @@ def search(query: str, top_k: int = 5) -> ToolResult:
     each with the file it comes from and its distance (0 = same meaning; below about
     0.5 is usually relevant). Answer from the passages and name the source file.
     """
+    rate_limit.check()
     query, top_k = check_query(query), check_top_k(top_k)
     faiss_index, passages = library.searchable_index()
     results = search_passages(library.embed_query(query), faiss_index, passages, top_k)
@@ -281,6 +320,7 @@ def list_documents() -> ToolResult:
 
     Returns one line per file: its exact name (what get_document expects) and its title.
     """
+    rate_limit.check()
     manifest, _ = library.manifest_and_docs()
     documents = [{"name": name, "title": info["title"], "passages": info["passages"]}
                  for name, info in manifest["files"].items()]
@@ -296,6 +336,7 @@ def get_document(name: str) -> str:
     for example the complete menu (menu_prices.txt). The name must be one of those
     list_documents returns, such as "faq.txt"; paths are not accepted.
     """
+    rate_limit.check()
     manifest, docs_dir = library.manifest_and_docs()
     valid = ", ".join(manifest["files"])
     # Only exact names from the manifest: this one check refuses "../x", "/etc/passwd",

@@ -50,12 +50,12 @@ class LiveServer:
     loop runs in a background thread and each test hands it one coroutine at a time.
     """
 
-    def __init__(self, command, timeout=120):
+    def __init__(self, command, timeout=120, env=None):
         self.timeout = timeout
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.client = Client(command, timeout=timeout)
+        self.client = Client(command, timeout=timeout, env=env)
         self.run(self.client.__aenter__())
 
     def run(self, coroutine):
