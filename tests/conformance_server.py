@@ -1,0 +1,145 @@
+"""The tools the official MCP conformance suite calls, served by mcp_min over Streamable HTTP.
+
+    python tests/conformance_server.py 3001
+    npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp --scenario tools-call-image
+
+Tool names and results follow the suite's scenario descriptions (src/scenarios/server/*.ts in
+github.com/modelcontextprotocol/conformance). Not here: sampling and elicitation (the suite's
+test_sampling, test_elicitation), because mcp_min servers send no requests to the client.
+"""
+import asyncio, base64, io, struct, sys, wave, zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mcp_min import Context, Server, ToolResult  # noqa: E402
+
+server = Server("mcp-min-conformance", "1.0.0")
+
+
+def png_1x1_red():
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+
+
+def wav_silence():
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000)
+        w.writeframes(b"\x00\x00" * 80)  # 10 ms
+    return out.getvalue()
+
+
+PNG = base64.b64encode(png_1x1_red()).decode()
+WAV = base64.b64encode(wav_silence()).decode()
+
+
+@server.tool()
+def test_simple_text() -> str:
+    """Returns a simple text block."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+def test_image_content() -> list:
+    """Returns a 1x1 red PNG image."""
+    return [{"type": "image", "data": PNG, "mimeType": "image/png"}]
+
+
+@server.tool()
+def test_audio_content() -> list:
+    """Returns 10 ms of silence as a WAV file."""
+    return [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]
+
+
+@server.tool()
+def test_embedded_resource() -> list:
+    """Returns an embedded text resource."""
+    return [{"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain",
+                                              "text": "This is an embedded resource content."}}]
+
+
+@server.tool()
+def test_resource_link() -> list:
+    """Returns a link to a resource (not in the suite; our tests use it)."""
+    return [{"type": "resource_link", "uri": "test://linked-resource", "name": "linked-resource",
+             "mimeType": "text/plain"}]
+
+
+@server.tool()
+def test_multiple_content_types() -> list:
+    """Returns text, an image and an embedded resource."""
+    return [{"type": "text", "text": "Multiple content types test:"},
+            {"type": "image", "data": PNG, "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json",
+                                              "text": '{"test":"data","value":123}'}}]
+
+
+@server.tool()
+def test_error_handling() -> ToolResult:
+    """Always fails, as a tool result with isError."""
+    return ToolResult("This tool intentionally returns an error for testing", is_error=True)
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50 and 100 of 100, 50 ms apart."""
+    for progress in (0, 50, 100):
+        ctx.report_progress(progress, 100)
+        if progress < 100:
+            await asyncio.sleep(0.05)
+    return "Progress test completed"
+
+
+async def log_three(ctx):
+    for i, text in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
+        ctx.log("info", text)
+        if i < 2:
+            await asyncio.sleep(0.05)
+    return "Logging test completed"
+
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Sends three info log messages, 50 ms apart."""
+    return await log_three(ctx)
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """The same, under the name the 2026-07-28 scenarios use (no logs unless the request asks)."""
+    return await log_three(ctx)
+
+
+@server.tool()
+def test_header_param(region: str, query: str = "") -> str:
+    """Echoes region, which travels as the header Mcp-Param-Region in protocol 2026-07-28."""
+    return f"region={region}"
+
+
+@server.tool()
+def json_schema_2020_12_tool(name: str = "") -> str:
+    """Tool with JSON Schema 2020-12 features"""
+    return f"hello {name}"
+
+
+# Definitions the type hints cannot express: written by hand, as any mcp_min user may do.
+server.tools["test_header_param"][1]["inputSchema"]["properties"]["region"]["x-mcp-header"] = "Region"
+server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+if __name__ == "__main__":
+    server.run(transport="http", port=int(sys.argv[1]) if len(sys.argv) > 1 else 3001)

@@ -1,0 +1,497 @@
+"""Streamable HTTP (mcp_http.py) on the wire: exact statuses, headers and bodies for both eras, plus
+security limits, concurrency, cancellation, our Client over HTTP, and the official SDK's client.
+
+The server runs in-process, on a free port and in its own event-loop thread. Most tests speak raw
+HTTP with http.client or a socket.
+"""
+import asyncio, base64, http.client, json, socket, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mcp_http  # noqa: E402
+from conformance_server import server  # noqa: E402
+from mcp_min import MAX_MESSAGE_BYTES, Client, Context, MCPError  # noqa: E402
+
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+cancelled = []  # request ids of test_slow calls that saw their cancellation
+
+
+@server.tool(name="test_slow")
+async def slow(seconds: float, ctx: Context) -> str:
+    """Sleeps, reporting progress first; records a cancellation."""
+    ctx.report_progress(0, 1)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        cancelled.append(ctx.request_id)
+        raise
+    return "slept"
+
+
+@pytest.fixture(scope="module")
+def live():
+    """The conformance server over HTTP, with a 1 s request timeout so the slow-client test is quick."""
+    loop = asyncio.new_event_loop()
+    transport = mcp_http.HTTPTransport(server, request_timeout=1.0)
+    listener = loop.run_until_complete(transport.start("127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield SimpleNamespace(port=listener.sockets[0].getsockname()[1], transport=transport, loop=loop)
+
+    async def shutdown():  # end every connection and request still running, then the loop
+        listener.close()
+        tasks = asyncio.all_tasks() - {asyncio.current_task()}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    asyncio.run_coroutine_threadsafe(shutdown(), loop).result(5)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def post(live, body, headers=None, accept="application/json, text/event-stream", conn=None):
+    """POST to /mcp; returns (status, headers dict with lower-case names, body bytes)."""
+    conn = conn or http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.request("POST", "/mcp", data, {"Content-Type": "application/json", "Accept": accept, **(headers or {})})
+    response = conn.getresponse()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+
+
+def modern(method, params=None, request_id=1, **headers):
+    """A 2026-07-28 request and its conformant headers (override or drop them with keyword arguments)."""
+    params = {**(params or {}), "_meta": {**META, **(params or {}).get("_meta", {})}}
+    standard = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if method == "tools/call":
+        standard["Mcp-Name"] = params["name"]
+    for name, value in headers.items():
+        name = name.replace("_", "-")
+        standard = {k: v for k, v in standard.items() if k.lower() != name.lower()}
+        if value is not None:
+            standard[name] = value
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, standard
+
+
+def sse(body):
+    """The JSON messages of an SSE body, in order."""
+    return [json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")]
+
+
+def initialize(live, version="2025-11-25"):
+    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    assert status == 200, body
+    return headers["mcp-session-id"], json.loads(body)
+
+
+# --- Legacy sessions (2025-03-26 ... 2025-11-25) ---
+
+def test_legacy_session_lifecycle(live):
+    session_id, answer = initialize(live)
+    assert answer["result"]["protocolVersion"] == "2025-11-25"
+    assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+    assert initialize(live)[0] != session_id  # every initialize opens a new session
+    session = {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
+    assert post(live, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session) == (202, {
+        "content-length": "0", "connection": "keep-alive"}, b"")
+    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert "test_simple_text" in [tool["name"] for tool in json.loads(body)["result"]["tools"]]
+    assert json.loads(post(live, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, session)[2])["result"] == {}
+    # The session id is required; a wrong one is unknown; an unsupported version header is refused.
+    status, _, body = post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    assert status == 400 and json.loads(body)["error"]["code"] == -32600
+    assert post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, {"Mcp-Session-Id": "nope"})[0] == 404
+    assert post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                {**session, "MCP-Protocol-Version": "1999-01-01"})[0] == 400
+    # DELETE ends it; afterwards the id is unknown.
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    conn.request("DELETE", "/mcp", headers=session)
+    assert (conn.getresponse().status, post(live, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session)[0]) == (200, 404)
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    conn.request("DELETE", "/mcp", headers=session)
+    assert conn.getresponse().status == 404
+
+
+def test_legacy_errors_are_200_with_jsonrpc_error(live):
+    session_id, _ = initialize(live)
+    status, _, body = post(live, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope"}},
+                           {"Mcp-Session-Id": session_id})
+    assert status == 200 and json.loads(body)["error"]["code"] == -32602
+
+
+def test_legacy_logging_and_progress_stream_as_sse(live):
+    session = {"Mcp-Session-Id": initialize(live)[0]}
+    assert json.loads(post(live, {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+                                  "params": {"level": "info"}}, session)[2])["result"] == {}
+    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                        "params": {"name": "test_tool_with_logging"}}, session)
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    assert headers["x-accel-buffering"] == "no" and headers["transfer-encoding"] == "chunked"
+    messages = sse(body)
+    assert [m["params"]["data"] for m in messages[:3]] == [
+        "Tool execution started", "Tool processing data", "Tool execution completed"]
+    assert all(m["method"] == "notifications/message" and m["params"]["level"] == "info" for m in messages[:3])
+    assert messages[3]["id"] == 2 and messages[3]["result"]["content"][0]["text"] == "Logging test completed"
+    # Above the level: nothing to stream, so plain JSON.
+    post(live, {"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "error"}}, session)
+    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                                        "params": {"name": "test_tool_with_logging"}}, session)
+    assert headers["content-type"] == "application/json" and json.loads(body)["id"] == 4
+
+
+def test_legacy_cancelled_notification_stops_a_request(live):
+    session = {"Mcp-Session-Id": initialize(live)[0]}
+    call = {"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+            "params": {"name": "test_slow", "arguments": {"seconds": 30.0}}}
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(post, live, call, session, "application/json")
+        in_flight = live.transport.sessions[session["Mcp-Session-Id"]]["in_flight"]
+        deadline = time.time() + 5
+        while "slow-1" not in in_flight and time.time() < deadline:  # wait until it runs
+            time.sleep(0.01)
+        duplicate = post(live, {**call, "params": {"name": "test_slow", "arguments": {"seconds": 0.0}}}, session)
+        assert duplicate[0] == 400 and "in use" in json.loads(duplicate[2])["error"]["message"]
+        assert post(live, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": "slow-1"}}, session)[0] == 202
+        status, _, body = running.result(5)
+    assert (status, body) == (204, b"") and "slow-1" in cancelled  # no answer for a cancelled request
+
+
+# --- Modern requests (2026-07-28): stateless, headers mirror the body ---
+
+def test_modern_request_is_stateless(live):
+    status, headers, body = post(live, *modern("server/discover"))
+    answer = json.loads(body)
+    assert status == 200 and "mcp-session-id" not in headers
+    assert answer["result"]["supportedVersions"] == [MODERN] and answer["result"]["resultType"] == "complete"
+    status, _, body = post(live, *modern("tools/call", {"name": "test_simple_text"}, 7))
+    assert status == 200 and json.loads(body)["result"]["content"] == [
+        {"type": "text", "text": "This is a simple text response for testing."}]
+    # A stray session id is ignored.
+    body, headers = modern("tools/list")
+    assert post(live, body, {**headers, "Mcp-Session-Id": "whatever"})[0] == 200
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"MCP_Protocol_Version": None}, 400),
+    ({"MCP_Protocol_Version": "2025-11-25"}, 400),
+    ({"Mcp_Method": None}, 400),
+    ({"Mcp_Method": "tools/list"}, 400),
+    ({"Mcp_Method": "TOOLS/CALL"}, 400),  # values are case-sensitive
+    ({"Mcp_Name": None}, 400),
+    ({"Mcp_Name": "test_error_handling"}, 400),
+    ({"Mcp_Name": "=?base64?dGVzdF9zaW1wbGVfdGV4dA==?="}, 200),  # the Base64 form of the same name
+    ({"Mcp_Name": "=?base64?dGVzdF9zaW1wbGVfdGV4dA?="}, 400),  # bad padding
+    ({"Mcp_Name": "  test_simple_text "}, 200),  # surrounding whitespace is not part of a value
+    ({"mcp_name": "test_simple_text"}, 200),  # names are case-insensitive
+])
+def test_modern_headers_must_match_the_body(live, change, expected):
+    body, headers = modern("tools/call", {"name": "test_simple_text"}, 5, **change)
+    status, _, answer = post(live, body, headers)
+    answer = json.loads(answer)
+    assert status == expected
+    if expected == 400:
+        assert answer["error"]["code"] == -32020 and answer["id"] == 5
+
+
+def test_modern_custom_parameter_headers(live):
+    def call(region, **headers):
+        body, standard = modern("tools/call", {"name": "test_header_param", "arguments": {"region": region}})
+        status, _, answer = post(live, body, {**standard, **headers})
+        return status, json.loads(answer)
+    assert call("us-west1", **{"Mcp-Param-Region": "us-west1"})[0] == 200
+    assert call("Hello, 世界", **{"Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?="})[0] == 200
+    for headers in ({}, {"Mcp-Param-Region": "eu"}, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}):
+        status, answer = call("us-west1", **headers)
+        assert status == 400 and answer["error"]["code"] == -32020, headers
+
+
+@pytest.mark.parametrize("method, params, headers, status, code", [
+    ("tools/list", {"_meta": {}}, {}, 400, -32602),  # no _meta fields at all
+    ("server/discover", {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, {}, 400, -32602),
+    ("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "v9", "io.modelcontextprotocol/clientCapabilities": {}}},
+     {"MCP-Protocol-Version": "v9"}, 400, -32022),
+    ("unknown/method", {}, {}, 404, -32601),
+    ("initialize", {}, {}, 404, -32601),  # removed in this era
+    ("ping", {}, {}, 404, -32601),
+    ("logging/setLevel", {"level": "info"}, {}, 404, -32601),
+])
+def test_modern_errors_have_their_http_status(live, method, params, headers, status, code):
+    body, standard = modern(method, params, 9)
+    if "_meta" in params:  # exactly these _meta fields
+        body["params"]["_meta"] = params["_meta"]
+    got, _, answer = post(live, body, {**standard, **headers})
+    answer = json.loads(answer)
+    assert (got, answer["error"]["code"], answer["id"]) == (status, code, 9)
+    if code == -32022:
+        assert answer["error"]["data"] == {"supported": [MODERN], "requested": "v9"}
+
+
+def test_modern_progress_streams_as_sse_then_result(live):
+    body, headers = modern("tools/call", {"name": "test_tool_with_progress", "_meta": {"progressToken": "p1"}}, 3)
+    status, response_headers, answer = post(live, body, headers)
+    messages = sse(answer)
+    assert status == 200 and response_headers["content-type"] == "text/event-stream"
+    assert [(m["params"]["progressToken"], m["params"]["progress"]) for m in messages[:3]] == [
+        ("p1", 0), ("p1", 50), ("p1", 100)]
+    assert messages[3]["id"] == 3 and messages[3]["result"]["resultType"] == "complete"
+    # A client that accepts only JSON gets the result alone.
+    status, response_headers, answer = post(live, body, headers, accept="application/json")
+    assert response_headers["content-type"] == "application/json" and json.loads(answer)["id"] == 3
+
+
+def test_modern_logging_only_when_the_request_asks(live):
+    body, headers = modern("tools/call", {"name": "test_logging_tool"})
+    assert post(live, body, headers)[1]["content-type"] == "application/json"  # no logLevel: no logs
+    body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "info"
+    messages = sse(post(live, body, headers)[2])
+    assert [m.get("method") for m in messages] == ["notifications/message"] * 3 + [None]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_content_types_pass_through(live, era):
+    session = {"Mcp-Session-Id": initialize(live)[0]} if era == "legacy" else {}
+    expected = {"test_image_content": ["image"], "test_audio_content": ["audio"],
+                "test_embedded_resource": ["resource"], "test_resource_link": ["resource_link"],
+                "test_multiple_content_types": ["text", "image", "resource"]}
+    for name, kinds in expected.items():
+        if era == "modern":
+            body, headers = modern("tools/call", {"name": name})
+        else:
+            body, headers = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name}}, session
+        content = json.loads(post(live, body, headers)[2])["result"]["content"]
+        assert [block["type"] for block in content] == kinds
+    assert base64.b64decode(content[1]["data"]).startswith(b"\x89PNG")
+
+
+def test_modern_disconnect_cancels_the_request(live):
+    body, headers = modern("tools/call", {"name": "test_slow", "arguments": {"seconds": 30.0},
+                                          "_meta": {"progressToken": 1}}, "hang-up")
+    data = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", live.port)) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json, text/event-stream\r\n"
+                     + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+                     + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        received = b""
+        while b"notifications/progress" not in received:  # the stream has started
+            received += sock.recv(65536)
+    deadline = time.time() + 5
+    while "hang-up" not in cancelled and time.time() < deadline:
+        time.sleep(0.02)
+    assert "hang-up" in cancelled
+
+
+# --- HTTP rules: methods, paths, bodies ---
+
+def test_methods_and_paths(live):
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    for method in ("GET", "PUT", "OPTIONS"):
+        conn.request(method, "/mcp")
+        response = conn.getresponse()
+        response.read()
+        assert (response.status, response.getheader("Allow")) == (405, "POST, DELETE")
+    conn.request("POST", "/other", b"{}", {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    assert response.status == 404 and json.loads(response.read())["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("body, content_type, status, code", [
+    (b"{not json", "application/json", 400, -32700),
+    (b"\xff\xfe", "application/json", 400, -32700),
+    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "application/json", 400, -32600),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', "application/json", 400, -32600),
+    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', "application/json", 400, -32600),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "text/plain", 415, -32600),
+])
+def test_malformed_requests(live, body, content_type, status, code):
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    conn.request("POST", "/mcp", body, {"Content-Type": content_type, "Accept": "application/json"})
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    assert (response.status, answer["error"]["code"]) == (status, code)
+
+
+def test_notifications_and_responses_get_202(live):
+    body, headers = modern("tools/list")
+    for message in ({"jsonrpc": "2.0", "method": "notifications/whatever"}, {"jsonrpc": "2.0", "id": 1, "result": {}}):
+        assert post(live, message, headers)[::2] == (202, b"")
+
+
+def test_keep_alive_and_pipelining(live):
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    for i in range(3):  # one connection, three requests
+        body, headers = modern("tools/list", request_id=i)
+        assert json.loads(post(live, body, headers, conn=conn)[2])["id"] == i
+    # Two requests in one packet: both answered, in order.
+    data = [json.dumps(modern("tools/list", request_id=i)[0]).encode() for i in (10, 11)]
+    head = "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nMCP-Protocol-Version: {v}\r\n" \
+           "Mcp-Method: tools/list\r\nContent-Length: {n}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", live.port)) as sock:
+        sock.sendall(b"".join(head.format(v=MODERN, n=len(d)).encode() + d for d in data))
+        received = b""
+        while received.count(b'"id":1') < 2:
+            received += sock.recv(65536)
+    assert received.index(b'"id":10') < received.index(b'"id":11')
+
+
+# --- Safe by default: DNS rebinding, limits, slow clients ---
+
+@pytest.mark.parametrize("headers, status", [
+    ({"Host": "evil.example"}, 403),
+    ({"Host": "evil.example:8000"}, 403),
+    ({"Origin": "http://evil.example"}, 403),
+    ({"Origin": "null"}, 403),
+    ({"Origin": "http://localhost:5173"}, 200),  # a local web app on another port
+    ({"Host": "localhost:1234", "Origin": "http://127.0.0.1"}, 200),
+    ({"Host": "[::1]:8000"}, 200),
+])
+def test_host_and_origin_are_checked(live, headers, status):
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    body, standard = modern("tools/list")
+    conn.putrequest("POST", "/mcp", skip_host="Host" in headers)
+    for name, value in {"Content-Type": "application/json", **standard, **headers}.items():
+        conn.putheader(name, value)
+    data = json.dumps(body).encode()
+    conn.putheader("Content-Length", str(len(data)))
+    conn.endheaders(data)
+    assert conn.getresponse().status == status
+
+
+def test_configured_allowed_hosts():
+    transport = mcp_http.HTTPTransport(server, allowed_hosts=["mcp.example.com"])
+    transport.check_host_and_origin({"host": "mcp.example.com", "origin": "https://mcp.example.com"})
+    with pytest.raises(mcp_http.HTTPError) as refused:
+        transport.check_host_and_origin({"host": "localhost:8000"})
+    assert refused.value.status == 403
+    mcp_http.HTTPTransport(server, allowed_hosts=["*"]).check_host_and_origin({"host": "anything"})
+
+
+def raw(live, data, timeout=5):
+    """Send raw bytes; return everything the server sends until it closes."""
+    with socket.create_connection(("127.0.0.1", live.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+        return received
+
+
+def test_size_limits(live):
+    too_big = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n{" % (MAX_MESSAGE_BYTES + 1))
+    assert too_big.startswith(b"HTTP/1.1 413 ")
+    huge_header = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+    assert huge_header.startswith(b"HTTP/1.1 431 ")
+    assert raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n").startswith(
+        b"HTTP/1.1 501 ")
+    assert raw(live, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+
+
+def test_slow_client_times_out_without_blocking_others(live):
+    started = time.time()
+    with socket.create_connection(("127.0.0.1", live.port), timeout=5) as slow:
+        slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: loc")  # ...and never more
+        for _ in range(5):  # meanwhile everyone else is served at once
+            t = time.time()
+            assert post(live, *modern("tools/list"))[0] == 200
+            assert time.time() - t < 0.5
+        answer = slow.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 408 ") and slow.recv(1) == b""  # answered, then closed
+    assert 0.9 < time.time() - started < 3
+
+
+def test_100_concurrent_requests(live):
+    def call(i):
+        body, headers = modern("tools/call", {"name": "test_slow", "arguments": {"seconds": 0.5}}, i)
+        status, _, answer = post(live, body, headers, accept="application/json")
+        return status, json.loads(answer)["id"]
+    started = time.time()
+    with ThreadPoolExecutor(100) as pool:
+        results = list(pool.map(call, range(100)))
+    assert results == [(200, i) for i in range(100)]
+    assert time.time() - started < 3  # they ran side by side, not 100 x 0.3 s
+
+
+# --- Clients: ours, and the official SDK's ---
+
+def test_our_client_over_http(live):
+    async def main():
+        progress = []
+        async with Client(f"http://127.0.0.1:{live.port}/mcp") as client:
+            assert (type(client).__name__, client.era, client.protocol_version) == ("HTTPClient", "modern", MODERN)
+            assert "test_header_param" in [tool["name"] for tool in await client.list_tools()]
+            result = await client.call_tool("test_tool_with_progress", on_progress=lambda *a: progress.append(a))
+            assert result["content"][0]["text"] == "Progress test completed"
+            # x-mcp-header: the client mirrors the argument into Mcp-Param-Region, Base64 when needed.
+            assert (await client.call_tool("test_header_param", {"region": "Hello, 世界"}))["isError"] is False
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("nope")
+            assert unknown.value.code == -32602
+            with pytest.raises(TimeoutError):  # a timed-out modern request hangs up: the server cancels it
+                await client.request("tools/call", {"name": "test_slow", "arguments": {"seconds": 30.0}}, timeout=0.3)
+        assert progress == [(0, 100, None), (50, 100, None), (100, 100, None)]
+    asyncio.run(main())
+    deadline = time.time() + 5
+    while len([c for c in cancelled if isinstance(c, int)]) == 0 and time.time() < deadline:
+        time.sleep(0.02)
+    assert any(isinstance(c, int) for c in cancelled)
+
+
+def test_our_client_falls_back_to_a_legacy_server(live):
+    class LegacyOnly(mcp_http.HTTPTransport):  # like a 2025 server: no modern requests, sessions only
+        def check_modern_request(self, message, headers):
+            raise mcp_http.HTTPError(400, "Bad Request: No valid session ID provided")
+    loop = live.loop
+    transport = LegacyOnly(server)
+    listener = asyncio.run_coroutine_threadsafe(transport.start("127.0.0.1", 0), loop).result()
+    port = listener.sockets[0].getsockname()[1]
+
+    async def main():
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")
+            assert len(transport.sessions) == 1
+            progress = []
+            await client.call_tool("test_tool_with_progress", on_progress=lambda *a: progress.append(a))
+            assert len(progress) == 3
+        assert transport.sessions == {}  # closing sent DELETE
+    try:
+        asyncio.run(main())
+    finally:
+        loop.call_soon_threadsafe(listener.close)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto", MODERN])
+def test_official_sdk_client(live, mode):
+    from mcp import Client as SDKClient
+
+    async def main():
+        logs, progress = [], []
+
+        async def on_log(params):
+            logs.append(params.data)
+
+        async def on_progress(value, total, message):
+            progress.append(value)
+        async with SDKClient(f"http://127.0.0.1:{live.port}/mcp", mode=mode, logging_callback=on_log,
+                             log_level="info") as client:
+            assert client._session.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
+            assert "test_simple_text" in [tool.name for tool in (await client.list_tools()).tools]
+            result = await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+            assert result.content[0].text == "Progress test completed" and progress == [0, 50, 100]
+            await client.call_tool("test_tool_with_logging", {})
+            assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+            image = await client.call_tool("test_image_content", {})
+            assert image.content[0].type == "image" and image.content[0].mime_type == "image/png"
+            error = await client.call_tool("test_error_handling", {})
+            assert error.is_error
+            assert (await client.call_tool("test_header_param", {"region": "us-west1"})).is_error is False
+    asyncio.run(main())
