@@ -561,21 +561,9 @@ class HTTPClient(Client):
             raise MCPError(INVALID_REQUEST, f"HTTP {status}: {text[:200]}") from None
         if "id" in message and message["id"] is None:  # an error before the server could read the id
             message["id"] = request_id
-        if "method" in message and "id" in message:  # a legacy server's request: we offer no client features
-            refusal = error_response(message["id"], MCPError(METHOD_NOT_FOUND, "Method not found"))
-            asyncio.ensure_future(self.post(refusal))
-        elif message.get("method") == "notifications/progress":
-            params = message.get("params", {})
-            handler = self.progress_handlers.get(params.get("progressToken"))
-            if handler:
-                handler(params.get("progress"), params.get("total"), params.get("message"))
-        elif message.get("id") in self.pending and not self.pending[message["id"]].done():
-            if "error" in message:
-                error = message["error"] if isinstance(message["error"], dict) else {}
-                error = MCPError(error.get("code"), error.get("message"), error.get("data"))
-                self.pending[message["id"]].set_exception(error)
-            else:
-                self.pending[message["id"]].set_result(message.get("result"))
+        reply = self.deliver(message)
+        if reply:  # a legacy server's request: refused, as on stdio
+            asyncio.ensure_future(self.post(reply))
 
     async def close(self):
         for task in list(self.posts.values()):

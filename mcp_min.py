@@ -243,7 +243,7 @@ def to_call_result(value, definition):
     if value.structured is not None:
         result["structuredContent"] = value.structured
     elif "outputSchema" in definition and not value.is_error:  # spec: then structuredContent is a MUST
-        raise TypeError(f"the tool declares an outputSchema, so it must return a dict")
+        raise TypeError("the tool declares an outputSchema, so it must return a dict")
     return result
 
 
@@ -655,21 +655,28 @@ class Client:
                 shown = (line or b"")[:200].decode(errors="replace").strip()
                 return await self.fail(f"the server wrote something other than an MCP message to stdout ({e.message}): "
                                        f"{shown!r}; a server must write logs to stderr only")
-            if "method" in message and "id" in message:  # a request from the server: we offer no client features
-                await self.write(error_response(message["id"], MCPError(METHOD_NOT_FOUND, "Method not found")))
-            elif message.get("method") == "notifications/progress":
-                params = message.get("params", {})
-                handler = self.progress_handlers.get(params.get("progressToken"))
-                if handler:
-                    handler(params.get("progress"), params.get("total"), params.get("message"))
-            elif not self.pending.get(message.get("id"), asyncio.Future()).done():
-                future = self.pending[message["id"]]
-                if isinstance(message.get("error"), dict):
-                    error = message["error"]
-                    future.set_exception(MCPError(error.get("code"), error.get("message"), error.get("data")))
-                else:
-                    future.set_result(message.get("result"))
+            reply = self.deliver(message)
+            if reply:
+                await self.write(reply)
         await self.fail(f"the MCP server closed its stdout (exit code {await self.process.wait()})")
+
+    def deliver(self, message):
+        """Route one message from the server: a response to the request waiting on its id, progress to its
+        handler. Returns the reply a server's own request gets: an error, as we offer no client features."""
+        if "method" in message and "id" in message:
+            return error_response(message["id"], MCPError(METHOD_NOT_FOUND, "Method not found"))
+        if message.get("method") == "notifications/progress":
+            params = message.get("params", {})
+            handler = self.progress_handlers.get(params.get("progressToken"))
+            if handler:
+                handler(params.get("progress"), params.get("total"), params.get("message"))
+        future = self.pending.get(message.get("id")) if valid_id(message.get("id")) else None
+        if future and not future.done():
+            error = message.get("error")
+            if isinstance(error, dict):
+                future.set_exception(MCPError(error.get("code"), error.get("message"), error.get("data")))
+            else:
+                future.set_result(message.get("result"))
 
     async def read_stderr(self):
         while line := await self.process.stderr.readline():  # the server's log: we keep its last lines
