@@ -368,6 +368,10 @@ def main(argv=None):
                         help="docs folder (default: the one recorded in the index manifest)")
     parser.add_argument("--http", nargs="?", type=int, const=8000, metavar="PORT",
                         help="serve Streamable HTTP on http://127.0.0.1:PORT/mcp (default port 8000) instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind (default: 127.0.0.1)")
+    parser.add_argument("--allow-host", action="append", metavar="NAME",
+                        help="with --http: a host name clients may use besides localhost (behind a proxy: its "
+                             "public name); repeat for more")
     args = parser.parse_args(argv)
 
     global library
@@ -375,7 +379,8 @@ def main(argv=None):
     library.start_loading()
     if args.http is not None:  # mcp_http.py logs the URL it serves
         log(f"{server.info['name']} {__version__} (index: {args.index})")
-        server.run(transport="http", port=args.http)
+        allowed = ["localhost", "127.0.0.1", "[::1]", *(args.allow_host or [])]
+        server.run(transport="http", host=args.host, port=args.http, allowed_hosts=allowed)
     else:
         log(f"{server.info['name']} {__version__} ready on stdio (index: {args.index})")
         server.run()

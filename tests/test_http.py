@@ -495,3 +495,32 @@ def test_official_sdk_client(live, mode):
             assert error.is_error
             assert (await client.call_tool("test_header_param", {"region": "us-west1"})).is_error is False
     asyncio.run(main())
+
+
+def test_server_py_over_http_allows_only_the_hosts_it_is_told(tmp_path):
+    # python server.py --http PORT --allow-host NAME: the public name a proxy forwards is accepted,
+    # any other Host is refused (DNS rebinding), localhost always works. No index is needed for this.
+    import subprocess
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "server.py"), "--index", str(tmp_path / "none"),
+                                "--http", str(port), "--allow-host", "mcp.example.com"],
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        while "MCP over HTTP on" not in process.stderr.readline():
+            assert process.poll() is None, "server.py --http exited"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+        statuses = {}
+        for host in ("mcp.example.com", "evil.example.com", f"localhost:{port}"):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/mcp", body, {"Host": host, "Content-Type": "application/json",
+                                                "Accept": "application/json, text/event-stream",
+                                                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+            statuses[host] = conn.getresponse().status
+            conn.close()
+        assert statuses == {"mcp.example.com": 200, "evil.example.com": 403, f"localhost:{port}": 200}
+    finally:
+        process.terminate()
+        process.wait(10)
