@@ -23,9 +23,9 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/
 import asyncio, base64, binascii, dataclasses, json, secrets, sys, time, urllib.parse
 from http import HTTPStatus
 
-from mcp_min import (INVALID_PARAMS, INVALID_REQUEST, INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META,
+from mcp_min import (INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META,
                      METHOD_NOT_FOUND, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Client, MCPError,
-                     check_request, encode, error_response, parse_message, valid_id)
+                     check_request, encode, encode_reply, error_response, parse_message, valid_id)
 
 ENDPOINT = "/mcp"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the default allow-list for Host and Origin
@@ -386,10 +386,10 @@ class Answer:
 
     def notify(self, message):  # mcp_min's send(): called on the event loop, for notifications
         if self.sse_allowed and not self.closed:  # a JSON-only client never sees notifications
-            try:
-                event = sse_event(encode(message))
-            except ValueError as e:  # NaN in a log message's data, say: drop it, never the stream
-                return print(f"cannot encode a notification: {e}", file=sys.stderr)
+            line = encode_reply(message)
+            if not line:  # NaN in a log message's data, say: dropped, never the stream
+                return
+            event = sse_event(line)
             self.start_stream()
             self.chunk(event)
 
@@ -411,10 +411,7 @@ class Answer:
     async def finish(self, response, status):
         """Send the result: the stream's last event, or the JSON body. None means cancelled: no answer."""
         if response is not None:
-            try:
-                body = encode(response)
-            except ValueError as e:  # NaN or a non-JSON value in a result: still exactly one answer
-                body = encode(error_response(response["id"], MCPError(INTERNAL_ERROR, f"Internal error: {e}")))
+            body = encode_reply(response)  # a result JSON cannot carry becomes an error: still one answer
         self.closed = True
         if self.streaming:
             if response is not None:

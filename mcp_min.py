@@ -23,7 +23,7 @@ Copy this file into your project; it needs nothing else. The sections follow a m
 the wire, JSON-RPC, tools, the server's dispatch, the stdio loop; then the client.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
-import asyncio, inspect, itertools, json, math, os, shutil, stat, sys, traceback, types, typing
+import asyncio, contextvars, inspect, itertools, json, math, os, queue, shutil, stat, sys, threading, traceback, types, typing
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
@@ -56,7 +56,26 @@ ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 
 
 def encode(message):
-    return (ENCODER.encode(message) + "\n").encode()
+    text = ENCODER.encode(message)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" came in escaped): JSON escapes it, UTF-8 cannot hold it
+        return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def encode_reply(message):
+    """encode() for what the server sends. A message JSON cannot carry (NaN, a datetime, a set, deep
+    nesting), or one over the size limit the peer would refuse, becomes an Internal error answer for its
+    id: every request still gets exactly one answer. A notification that cannot be sent is dropped (b"")."""
+    try:
+        line = encode(message)
+        if len(line) <= MAX_MESSAGE_BYTES + 1:
+            return line
+        problem = f"the answer is {len(line)} bytes, over the {MAX_MESSAGE_BYTES}-byte message limit"
+    except (ValueError, TypeError, RecursionError) as e:
+        problem = str(e) or type(e).__name__
+    print(f"cannot send a message: {problem}", file=sys.stderr)
+    return encode(error_response(message["id"], MCPError(INTERNAL_ERROR, f"Internal error: {problem}"))) if "id" in message else b""
 
 
 async def read_lines(reader):
@@ -251,6 +270,50 @@ def tool_error(text):
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+class WorkerThreads:
+    """Threads for sync tools: daemon threads, and a new one whenever none is idle. A tool stuck for good
+    (cancelled, but Python cannot stop a thread) holds its own thread only: never a slot that every other
+    sync tool waits for, and never the exit of the process."""
+
+    def __init__(self):
+        self.jobs, self.idle, self.lock = queue.SimpleQueue(), 0, threading.Lock()
+
+    def work(self):
+        while True:
+            self.jobs.get()()
+            with self.lock:
+                self.idle += 1
+
+    async def run(self, func, arguments):
+        loop, context = asyncio.get_running_loop(), contextvars.copy_context()
+        future = loop.create_future()
+
+        def settle(ok, value):
+            if not future.done():  # a cancelled request's future is done already
+                future.set_result(value) if ok else future.set_exception(value)
+
+        def job():
+            try:
+                outcome = True, context.run(func, **arguments)
+            except BaseException as e:
+                outcome = False, e
+            try:
+                loop.call_soon_threadsafe(settle, *outcome)
+            except RuntimeError:  # the event loop is closed: nobody waits for this answer any more
+                pass
+        with self.lock:
+            spawn = self.idle == 0
+            if not spawn:
+                self.idle -= 1  # that idle thread takes this job
+        self.jobs.put(job)
+        if spawn:
+            threading.Thread(target=self.work, daemon=True, name="mcp_min tool").start()
+        return await future
+
+
+THREADS = WorkerThreads()
+
+
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress, logging, cancellation.
     Safe to call from the worker thread a sync tool runs in."""
@@ -389,13 +452,13 @@ class Server:
             if inspect.iscoroutinefunction(func):
                 value = await func(**arguments)
             else:  # in a worker thread, so one slow tool never holds up the others
-                value = await asyncio.to_thread(func, **arguments)
+                value = await THREADS.run(func, arguments)
             return to_call_result(value, definition)
         except asyncio.CancelledError:
             if context:
                 context.cancelled = True  # a sync tool's thread runs on: it can watch this flag and stop
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # SystemExit: argparse or a library gave up; the server goes on
             traceback.print_exc()
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
 
@@ -445,7 +508,6 @@ class Server:
 
     def run(self, transport="stdio", host="127.0.0.1", port=8000, **options):
         """Serve MCP on stdin/stdout until stdin closes; answer every request read, then return.
-        (A thread cannot be killed: a cancelled sync tool that ignores ctx.cancelled delays the return.)
         transport="http" serves Streamable HTTP on host:port instead (mcp_http.py, loaded only then)."""
         if transport == "http":
             import mcp_http
@@ -467,15 +529,14 @@ class Server:
         session = self.new_session()
 
         def send(message):
-            try:
-                writer.write(encode(message))
-            except ValueError as e:  # NaN or an object JSON cannot hold: the request is still answered
-                traceback.print_exc()
-                if "id" in message:
-                    writer.write(encode(error_response(message["id"], MCPError(INTERNAL_ERROR, f"Internal error: {e}"))))
+            writer.write(encode_reply(message))
 
+        lines_read = 0
         async for line in read_lines(reader):
             self.receive(line, session, send)
+            lines_read += 1
+            if lines_read % 16 == 0:  # while stdin holds more lines, let finished requests write their answers
+                await asyncio.sleep(0)
             # Backpressure: with too many requests running, or a slow reader letting a MiB of replies pile
             # up, stop reading stdin until it eases, so memory stays flat whatever the client sends.
             if len(session["in_flight"]) >= MAX_IN_FLIGHT:
@@ -626,7 +687,9 @@ class Client:
         except TimeoutError:
             # Spec (cancellation): a request that timed out is cancelled, so the server can stop working on it.
             await self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"timed out after {timeout} s"})
-            raise TimeoutError(f"{method}: no answer within {timeout} s; the request was cancelled") from None
+            what = f"{method} {params.get('name')!r}" if method == "tools/call" else method
+            raise TimeoutError(f"{what}: no answer within {timeout} s; the request was cancelled "
+                               f"(pass a larger timeout= if it is only slow)") from None
         finally:
             self.pending.pop(request_id, None)
             self.progress_handlers.pop(request_id, None)
@@ -702,5 +765,9 @@ class Client:
                     break
                 except (TimeoutError, ProcessLookupError):
                     continue
+        await asyncio.wait([self.reader_task], timeout=2.0)  # it may be failing the waiting requests right now
         self.reader_task.cancel()
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
+        for future in self.pending.values():  # nobody will answer them now
+            if not future.done():
+                future.set_exception(ConnectionError(self.failure or "the MCP client was closed while this request waited"))
