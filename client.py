@@ -4,6 +4,8 @@ client.py - talk to an MCP server step by step, and show what each step says.
     python client.py                            # start server.py, list its tools, search once
     python client.py "is there wifi" --top-k 3  # ask your own question
     python client.py --trace                    # also print every JSON line: -> sent, <- received
+    python client.py --legacy                   # open with the initialize handshake (2025-11-25)
+    python client.py --url http://127.0.0.1:8000/mcp    # a server on Streamable HTTP (server.py --http)
     python client.py --server CMD ARG...        # any other stdio MCP server instead of server.py
 
 The client starts the server as a subprocess (you never start it yourself) and
@@ -70,7 +72,8 @@ def milliseconds(since):
 
 
 async def demo(command, label, question, top_k, trace, legacy=False):
-    print(f"[1] connect: start `{label}` and open the conversation")
+    opening = f"reach {label}" if label.startswith(("http://", "https://")) else f"start `{label}`"
+    print(f"[1] connect: {opening} and open the conversation")
     started = time.perf_counter()
     async with Client(command, trace=trace, legacy=legacy) as client:
         info = client.server_info or {}
@@ -78,7 +81,7 @@ async def demo(command, label, question, top_k, trace, legacy=False):
         field("protocol", client.protocol_version)
         field("era", f"{client.era} ({ERA_NOTES.get(client.era, '?')})")
         field("offers", ", ".join(client.capabilities or {}) or "nothing")
-        field("time", f"{milliseconds(started)} (start the process + connect)")
+        field("time", f"{milliseconds(started)} (start the server, if ours to start, and connect)")
 
         print("\n[2] tools/list")
         started = time.perf_counter()
@@ -122,13 +125,16 @@ def main(argv=None):
     parser.add_argument("--trace", action="store_true", help="print every JSON line sent (→) and received (←)")
     parser.add_argument("--legacy", action="store_true",
                         help="open with the initialize handshake (2025-11-25) instead of probing for 2026-07-28")
+    parser.add_argument("--url", help="talk Streamable HTTP to a server at this URL, e.g. http://127.0.0.1:8000/mcp")
     parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
                         help="command of another stdio MCP server; everything after it belongs to that command")
     args = parser.parse_args(argv)
     if args.server == []:
         parser.error("--server needs the command that starts the server")
 
-    if args.server:
+    if args.url:
+        command = label = args.url
+    elif args.server:
         command = args.server
         label = " ".join(args.server)
     else:

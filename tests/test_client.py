@@ -108,3 +108,26 @@ def test_server_that_cannot_start_is_an_error():
     assert result.returncode == 1
     assert result.stderr.startswith("client.py: error: ") and "/nonexistent/mcp-server" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_url_talks_streamable_http(built_index):
+    # client.py --url: the same demo against server.py --http, a server someone else started.
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(ROOT / "server.py"), "--index", str(built_index), "--http", str(port)],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        while "MCP over HTTP on" not in server.stderr.readline():
+            assert server.poll() is None, "server.py --http exited"
+        result = run_client("--url", f"http://127.0.0.1:{port}/mcp", "--top-k", "1", "--trace")
+        assert result.returncode == 0, result.stderr
+        assert f"[1] connect: reach http://127.0.0.1:{port}/mcp" in result.stdout
+        assert "    protocol   : 2026-07-28" in result.stdout
+        assert "    [1] source: faq.txt (distance: 0." in result.stdout
+        sent = [json.loads(line[2:]) for line in result.stdout.splitlines() if line.startswith("→ ")]
+        assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
+    finally:
+        server.terminate()
+        server.wait(10)
