@@ -172,6 +172,9 @@ def schema_for(hint, where):
                     "X | None or Literal[...]")
 
 
+PYTHON_TYPES = {name: python_type for python_type, name in JSON_TYPES.items()}
+
+
 def validate(value, schema, path="arguments"):
     """Check a value against our schema subset; returns it (5.0 as 5 for an integer) or raises ValueError."""
     if "anyOf" in schema:
@@ -187,27 +190,26 @@ def validate(value, schema, path="arguments"):
             raise ValueError(f"{path} must be one of {json.dumps(schema['enum'])}")
         return value
     expected = schema.get("type")
-    if expected not in ("string", "integer", "number", "boolean", "object", "array", "null"):
+    if expected not in PYTHON_TYPES:
         return value  # a hand-written schema beyond our subset: the tool checks what it asked for
-    if expected == "integer" and isinstance(value, float) and value.is_integer():
-        value = int(value)  # JSON Schema counts 5.0 as an integer
-    python_type = {**{name: t for t, name in JSON_TYPES.items()}, "number": (int, float)}[expected]
-    # No coercion: "5" is not an integer. A model that sent the wrong type learns it and retries.
-    if not isinstance(value, python_type) or (isinstance(value, bool) and expected != "boolean"):
-        raise ValueError(f"{path} must be of type {expected}, not {json.dumps(value)[:80]}")
+    if type(value) is not PYTHON_TYPES[expected]:  # the exact type passes at once; else what JSON Schema allows
+        if expected == "integer" and type(value) is float and value.is_integer():
+            value = int(value)  # JSON Schema counts 5.0 as an integer
+        elif not (expected == "number" and type(value) is int):  # and 1 as a number
+            # No coercion: "5" is not an integer. A model that sent the wrong type learns it and retries.
+            raise ValueError(f"{path} must be of type {expected}, not {json.dumps(value)[:80]}")
     if expected == "array" and "items" in schema:
         return [validate(item, schema["items"], f"{path}[{i}]") for i, item in enumerate(value)]
     if expected == "object":
-        known = schema.get("properties", {})
-        if schema.get("additionalProperties") is False and set(value) - set(known):
-            raise ValueError(f"unknown argument(s): {', '.join(sorted(set(value) - set(known)))}; "
+        known, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        if extra is False and not value.keys() <= known.keys():
+            raise ValueError(f"unknown argument(s): {', '.join(sorted(value.keys() - known.keys()))}; "
                              f"expected: {', '.join(known) or 'none'}")
-        missing = [name for name in schema.get("required", []) if name not in value]
+        missing = [name for name in schema.get("required", ()) if name not in value]
         if missing:
             raise ValueError(f"missing required argument(s): {', '.join(missing)}")
-        item_schemas = {key: known.get(key, schema.get("additionalProperties")) for key in value}
-        return {key: validate(item, item_schemas[key], key if path == "arguments" else f"{path}.{key}")
-                if isinstance(item_schemas[key], dict) else item for key, item in value.items()}
+        return {key: validate(item, known[key] if key in known else extra, key if path == "arguments" else f"{path}.{key}")
+                if key in known or isinstance(extra, dict) else item for key, item in value.items()}
     return value
 
 
@@ -271,44 +273,59 @@ def tool_error(text):
 
 
 class WorkerThreads:
-    """Threads for sync tools: daemon threads, and a new one whenever none is idle. A tool stuck for good
-    (cancelled, but Python cannot stop a thread) holds its own thread only: never a slot that every other
-    sync tool waits for, and never the exit of the process."""
+    """The threads sync tools run in. Up to `size` daemon threads, started as calls need them. A tool
+    that is stuck for good (cancelled, but Python cannot stop a thread) lends its place to a new thread
+    until it returns, so stuck tools never starve the others; and as daemons they never hold up exit.
+    (asyncio.to_thread's pool has cpu+4 threads, joined at exit: six stuck tools stopped every sync call.)"""
 
-    def __init__(self):
-        self.jobs, self.idle, self.lock = queue.SimpleQueue(), 0, threading.Lock()
+    def __init__(self, size=32):
+        self.jobs, self.lock = queue.SimpleQueue(), threading.Lock()
+        self.size, self.threads, self.idle, self.queued = size, 0, 0, 0
 
     def work(self):
         while True:
-            self.jobs.get()()
             with self.lock:
                 self.idle += 1
+            job = self.jobs.get()
+            with self.lock:
+                self.idle, self.queued = self.idle - 1, self.queued - 1
+            job()
 
     async def run(self, func, arguments):
         loop, context = asyncio.get_running_loop(), contextvars.copy_context()
-        future = loop.create_future()
+        future, cancelled = loop.create_future(), []
 
         def settle(ok, value):
             if not future.done():  # a cancelled request's future is done already
                 future.set_result(value) if ok else future.set_exception(value)
 
         def job():
-            try:
-                outcome = True, context.run(func, **arguments)
-            except BaseException as e:
-                outcome = False, e
-            try:
-                loop.call_soon_threadsafe(settle, *outcome)
-            except RuntimeError:  # the event loop is closed: nobody waits for this answer any more
-                pass
-        with self.lock:
-            spawn = self.idle == 0
-            if not spawn:
-                self.idle -= 1  # that idle thread takes this job
+            if not cancelled:  # a call cancelled while it waited in the queue never runs
+                try:
+                    outcome = True, context.run(func, **arguments)
+                except BaseException as e:
+                    outcome = False, e
+                try:
+                    loop.call_soon_threadsafe(settle, *outcome)
+                except RuntimeError:  # the event loop is closed: nobody waits for this answer any more
+                    pass
+            if cancelled:  # the place it lent is no longer needed
+                with self.lock:
+                    self.size -= 1
+        with self.lock:  # a new thread only if the jobs waiting outnumber the idle threads
+            self.queued += 1
+            spawn = self.queued > self.idle and self.threads < self.size
+            self.threads += spawn
         self.jobs.put(job)
         if spawn:
             threading.Thread(target=self.work, daemon=True, name="mcp_min tool").start()
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            with self.lock:
+                cancelled.append(True)
+                self.size += 1
+            raise
 
 
 THREADS = WorkerThreads()
@@ -344,14 +361,14 @@ class Server:
     def __init__(self, name, version="0.1.0", instructions=None):
         self.info = {"name": name, "version": version}
         self.instructions = instructions
-        self.tools = {}  # name -> (function, definition, Context parameter or None), in tools/list order
+        self.tools = {}  # name -> (function, definition, Context parameter or None, is async), in list order
         self.capabilities = {"tools": {"listChanged": False}, "logging": {}}
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: register the function as a tool; its name, docstring and type hints define it."""
         def register(func):
             definition, context_param = describe_tool(func, name, title, annotations, output_schema)
-            self.tools[definition["name"]] = (func, definition, context_param)
+            self.tools[definition["name"]] = (func, definition, context_param, inspect.iscoroutinefunction(func))
             return func
         return register
 
@@ -426,7 +443,7 @@ class Server:
             result = {"supportedVersions": MODERN_VERSIONS, "capabilities": self.capabilities}
             return result if self.instructions is None else {**result, "instructions": self.instructions}
         if method == "tools/list":  # one page holds every tool, so a cursor has nothing to select
-            return {"tools": [definition for _, definition, _ in self.tools.values()]}
+            return {"tools": [tool[1] for tool in self.tools.values()]}
         if method == "tools/call":
             return await self.call_tool(params, request_id, send, log_level)
         raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -439,7 +456,7 @@ class Server:
             raise MCPError(INVALID_PARAMS, 'Invalid params: tools/call needs "name" (a string) and "arguments" (an object)')
         if name not in self.tools:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}")
-        func, definition, context_param = self.tools[name]
+        func, definition, context_param, is_async = self.tools[name]
         try:
             arguments = validate(arguments, definition["inputSchema"])
         except ValueError as e:
@@ -449,7 +466,7 @@ class Server:
             progress_token = (params.get("_meta") or {}).get("progressToken")
             context = arguments[context_param] = Context(send, request_id, progress_token, log_level)
         try:
-            if inspect.iscoroutinefunction(func):
+            if is_async:
                 value = await func(**arguments)
             else:  # in a worker thread, so one slow tool never holds up the others
                 value = await THREADS.run(func, arguments)

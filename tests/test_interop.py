@@ -30,7 +30,7 @@ WIRE = [sys.executable, str(ROOT / "tests" / "wire_server.py")]
 SDK_SERVER = [sys.executable, str(ROOT / "tests" / "sdk_server.py")]
 WIRE_PARAMS = StdioServerParameters(command=sys.executable, args=[WIRE[1]], cwd=str(ROOT))
 SERVER_INFO = {"name": "wire-test", "version": "1.2.3"}
-DEFINITIONS = [definition for _, definition, _ in wire_definitions.tools.values()]
+DEFINITIONS = [tool[1] for tool in wire_definitions.tools.values()]
 DESCRIBE_ARGS = {"name": "x", "tags": ["a", "b"], "mode": "exact", "limit": 3}
 DESCRIBE_STRUCTURED = {
     "args": {"name": "x", "tags": ["a", "b"], "mode": "exact", "limit": 3, "ratio": 0.5, "verbose": False},
