@@ -50,12 +50,14 @@ MIN_PASSAGE_CHARS = 120
 
 # Up to this many passages an exact search (IndexFlatIP: compare the query with every
 # vector) is fast enough; above it we switch to HNSW, an approximate graph index whose
-# search time grows roughly with log(n) instead of n. The number is where exact search
-# starts to cost more than a few milliseconds per query on one CPU thread; the
-# benchmark (bench_results.json) is the place to check and tune it.
+# search time grows roughly with log(n) instead of n. Measured by `make bench` (scale part,
+# 384-dim vectors, one thread): exact search takes 0.5 ms at 10k passages, 11 ms at 100k
+# and 200 ms at 1M; it crosses 10 ms near 88k on a quiet machine and near 55k on a busy
+# one. HNSW answers in under 1 ms at all three sizes, with recall@5 of 0.98 at 100k
+# (efSearch 128), at the price of a build that takes minutes instead of seconds.
 HNSW_THRESHOLD = 50_000
 HNSW_NEIGHBOURS = 32      # links per node in the graph (faiss' usual "M")
-HNSW_EF_SEARCH = 64       # candidates explored per query; faiss' default 16 loses recall
+HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 0.98 at 128 (100k)
 
 # Show a progress bar (on stderr, drawn by sentence-transformers) only when embedding
 # takes long enough to be worth watching.

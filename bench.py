@@ -1,0 +1,727 @@
+"""bench.py - how fast is mcp_min, and the search server built on it?
+
+One run, one raw-pipe JSON-RPC client, three parts side by side:
+
+1. protocol  The same `echo(text: str) -> str` tool served by mcp_min, by the official
+             SDK's MCPServer, and by a bare asyncio "floor" server that parses each line
+             and answers with json.dumps, nothing else (the speed limit of Python and
+             pipes); plus mcp_min with `async def echo`, to show what its worker thread
+             for a plain `def` costs. For each: spawn -> initialize, sequential calls/s
+             with p50/p99 latency, pipelined calls/s, server CPU per call, idle and peak
+             RSS, each also as a ratio to the floor.
+2. search    server.py over docs/: spawn -> initialize, spawn -> first search answer,
+             warm search p50/p99, index_build.py passages/s, and whether 1 or 2 torch
+             threads answer faster while the other core is busy.
+3. scale     Exact (faiss IndexFlatIP) against approximate (HNSW) search over
+             10k and 100k synthetic passages (1M with --full): build time, query p50,
+             index bytes, recall@5. It ends with the size at which an index should
+             switch from flat to HNSW.
+
+Run it with the project's virtualenv (the servers use the same interpreter):
+
+    make bench                                  # = .venv/bin/python bench.py
+    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,scale]
+    python bench.py --serve floor|mcp_min|mcp_min_async|sdk   # one echo server on stdio (part 1)
+
+The table goes to stdout, progress to stderr, the raw numbers to bench_results.json.
+The default run takes about 4 minutes on 2 cores, --quick about 1, --full adds
+1M passages (15-20 more minutes, mostly the HNSW build). The machine has 2 shared
+cores, so every throughput figure is the median of several rounds, and the servers
+take turns round by round so that a noisy moment hurts all of them alike.
+"""
+
+# Only what every --serve child needs anyway is imported here; the client imports the rest
+# where it is used, so that spawn times measure the servers and not this file's imports.
+import asyncio
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_JSON = "bench_results.json"
+
+SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
+    "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
+                    search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200, build_copies=20),
+    "quick": dict(spawns=3, warmup=50, calls=300, rounds=2, search_spawns=2, cold_spawns=1,
+                  search_rounds=1, scale_sizes=[10_000], scale_queries=50, build_copies=0),
+}
+
+
+def progress(message):
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return (ordered[middle] + ordered[~middle]) / 2
+
+
+def percentile(values, q):
+    ordered = sorted(values)  # nearest rank: p99 of 2,000 calls is about the 20th slowest
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+# ---------------------------------------------------------------------------
+# The three echo servers: python bench.py --serve floor|mcp_min|sdk
+# ---------------------------------------------------------------------------
+
+ECHO_TOOL = {"name": "echo", "description": "Return the text unchanged.",
+             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                             "required": ["text"]}}
+
+
+def serve_floor():
+    """The least a stdio MCP server can do: read a line, json.loads, answer with json.dumps.
+
+    No validation, no concurrency, no error handling: the cost of Python, asyncio, json
+    and the pipes themselves. Every other server is measured against it.
+    """
+    async def serve():
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 24)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        out = sys.stdout.buffer
+        while line := await reader.readline():
+            message = json.loads(line)
+            if "id" not in message:  # notifications/initialized: never answered
+                continue
+            method, params = message["method"], message.get("params", {})
+            if method == "initialize":
+                result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "floor", "version": "0"}}
+            elif method == "tools/list":
+                result = {"tools": [ECHO_TOOL]}
+            else:  # tools/call echo: the only other request the benchmark sends
+                result = {"content": [{"type": "text", "text": params["arguments"]["text"]}], "isError": False}
+            out.write((json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n").encode())
+            out.flush()
+    asyncio.run(serve())
+
+
+def serve_mcp_min():
+    from mcp_min import Server
+    server = Server("echo", version="0.1.0")
+
+    @server.tool()
+    def echo(text: str) -> str:  # a plain def, as most users write: mcp_min runs it in a worker thread
+        """Return the text unchanged."""
+        return text
+    server.run()
+
+
+def serve_mcp_min_async():
+    """The same with `async def`: it runs on the event loop, no worker thread. Not a target, a
+    measure: the gap between the two mcp_min columns is what the thread hop costs."""
+    from mcp_min import Server
+    server = Server("echo", version="0.1.0")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+    server.run()
+
+
+def serve_sdk():
+    from mcp.server.mcpserver import MCPServer
+    server = MCPServer("echo", version="0.1.0")
+
+    @server.tool()
+    def echo(text: str) -> str:  # a plain def too: the SDK also runs it in a worker thread (anyio)
+        """Return the text unchanged."""
+        return text
+    server.run()  # its defaults, log level INFO included: what a user of the SDK gets
+
+
+SERVERS = {"floor": serve_floor, "mcp_min": serve_mcp_min, "mcp_min_async": serve_mcp_min_async, "sdk": serve_sdk}
+
+
+def server_argv(name):
+    # `-m bench` rather than `bench.py`: a module run with -m is loaded from its cached .pyc,
+    # a script is compiled afresh on every start, which would add a constant to every spawn.
+    return [sys.executable, "-m", "bench", "--serve", name]
+
+
+def child_env(**extra):
+    """The environment servers run in: this one minus two variables that change what is measured.
+
+    PYTHONUNBUFFERED makes every write to stdout a system call; PYTHONDONTWRITEBYTECODE
+    makes mcp_min.py and bench.py compile on every start while the SDK's .pyc files were
+    written when pip installed it.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
+    return {**env, **extra}
+
+
+# ---------------------------------------------------------------------------
+# The client: raw JSON-RPC over a child's stdin/stdout, the same for every server
+# ---------------------------------------------------------------------------
+
+INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {},
+              "clientInfo": {"name": "bench", "version": "0"}}
+
+
+class Pipe:
+    """One server process and the lines to and from it. No SDK, no validation: json and a pipe."""
+
+    @classmethod
+    async def spawn(cls, argv, env=None):
+        import tempfile
+        self = cls()
+        self.next_id = 0
+        self.stderr = tempfile.TemporaryFile()  # kept to explain a server that dies
+        self.started = time.perf_counter()
+        self.proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=HERE, env=env or child_env(), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=self.stderr, limit=1 << 26)
+        return self
+
+    def send(self, method, params=None, notification=False):
+        message = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if not notification:
+            self.next_id += 1
+            message["id"] = self.next_id
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        return message.get("id")
+
+    async def receive(self):
+        line = await self.proc.stdout.readline()
+        if not line:
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-2000:].decode(errors="replace")
+            raise RuntimeError(f"server {self.proc.pid} closed stdout; its stderr ends with:\n{tail}")
+        return json.loads(line)
+
+    async def request(self, method, params=None):
+        request_id = self.send(method, params)
+        while (message := await self.receive()).get("id") != request_id:
+            pass  # a notification (log, progress): not what we wait for
+        if "error" in message or message["result"].get("isError"):
+            raise RuntimeError(f"{method} failed: {message}")
+        return message["result"]
+
+    async def handshake(self):
+        result = await self.request("initialize", INITIALIZE)
+        self.send("notifications/initialized", notification=True)
+        return result
+
+    def memory(self):
+        """Resident memory now (VmRSS) and at its highest so far (VmHWM), in bytes."""
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            fields = dict(line.split(":", 1) for line in status)
+        return {key: int(fields[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
+
+    def cpu_seconds(self):
+        """CPU time the server has used, all threads: unlike wall time, other work on the machine
+        barely moves it."""
+        with open(f"/proc/{self.proc.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # after "(command name)", which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    async def close(self):
+        self.proc.stdin.close()  # the stdio way to stop a server: EOF, then wait, then kill
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except asyncio.TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+        self.stderr.close()
+
+
+async def spawn_to_initialize(argv, env=None):
+    """Seconds from starting the process to holding its initialize answer."""
+    pipe = await Pipe.spawn(argv, env)
+    await pipe.request("initialize", INITIALIZE)
+    elapsed = time.perf_counter() - pipe.started
+    await pipe.close()
+    return elapsed
+
+
+def echo_call(i):
+    return {"name": "echo", "arguments": {"text": f"hello {i}"}}
+
+
+async def sequential(pipe, n):
+    """n calls, each sent when the previous answer is in; returns each call's latency."""
+    latencies = []
+    for i in range(n):
+        started = time.perf_counter()
+        await pipe.request("tools/call", echo_call(i))
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+async def pipelined(pipe, n):
+    """n calls written all at once while the answers are read: calls per second.
+
+    The writes run in their own task: writing everything before reading anything would
+    deadlock once both pipes' buffers are full.
+    """
+    async def write_all():
+        for i in range(n):
+            pipe.send("tools/call", echo_call(i))
+        await pipe.proc.stdin.drain()
+
+    started = time.perf_counter()
+    writer = asyncio.create_task(write_all())
+    answered = 0
+    while answered < n:
+        message = await pipe.receive()
+        if "id" in message:
+            if "result" not in message:
+                raise RuntimeError(f"pipelined call failed: {message}")
+            answered += 1
+    elapsed = time.perf_counter() - started
+    await writer
+    return n / elapsed
+
+
+# ---------------------------------------------------------------------------
+# Part 1: the protocol, three echo servers side by side
+# ---------------------------------------------------------------------------
+
+def sdk_available():
+    import importlib.util
+    return importlib.util.find_spec("mcp") is not None
+
+
+async def bench_protocol(size, names=tuple(SERVERS)):
+    names, notes = list(names), []
+    if "sdk" in names and not sdk_available():
+        names.remove("sdk")
+        notes.append("the official SDK (mcp) is not installed: skipped")
+    results = {name: {} for name in names}
+
+    progress(f"protocol: spawn -> initialize, {size['spawns']} spawns each of {', '.join(names)}")
+    for name in names:  # one unmeasured start each: writes the .pyc files, warms the page cache
+        await spawn_to_initialize(server_argv(name))
+    spawn_times = {name: [] for name in names}
+    for _ in range(size["spawns"]):
+        for name in names:
+            spawn_times[name].append(await spawn_to_initialize(server_argv(name)))
+
+    pipes = {}
+    for name in names:
+        pipes[name] = await Pipe.spawn(server_argv(name))
+        await pipes[name].handshake()
+        await pipes[name].request("tools/list")
+        await asyncio.sleep(0.2)  # let it settle: the idle figure is after init, before any call
+        results[name]["idle_rss"] = pipes[name].memory()["VmRSS"]
+        answer = await pipes[name].request("tools/call", echo_call("check"))
+        assert answer["content"][0]["text"] == "hello check", answer
+        await sequential(pipes[name], size["warmup"])
+        await pipelined(pipes[name], size["warmup"])
+
+    rounds = {name: {"seq_calls_s": [], "p50_us": [], "p99_us": [], "pipelined_calls_s": []} for name in names}
+    cpu_before = {name: pipes[name].cpu_seconds() for name in names}
+    for r in range(size["rounds"]):
+        progress(f"protocol: round {r + 1}/{size['rounds']}: {size['calls']} sequential "
+                 f"and {size['calls']} pipelined calls per server")
+        for name in names:
+            latencies = await sequential(pipes[name], size["calls"])
+            rounds[name]["seq_calls_s"].append(len(latencies) / sum(latencies))
+            rounds[name]["p50_us"].append(percentile(latencies, 50) * 1e6)
+            rounds[name]["p99_us"].append(percentile(latencies, 99) * 1e6)
+            rounds[name]["pipelined_calls_s"].append(await pipelined(pipes[name], size["calls"]))
+
+    for name in names:
+        calls = 2 * size["rounds"] * size["calls"]
+        results[name]["cpu_us_per_call"] = (pipes[name].cpu_seconds() - cpu_before[name]) / calls * 1e6
+        results[name]["peak_rss"] = pipes[name].memory()["VmHWM"]
+        await pipes[name].close()
+        results[name]["spawn_init_ms"] = median(spawn_times[name]) * 1e3
+        results[name].update({key: median(values) for key, values in rounds[name].items()})
+        results[name]["raw"] = {"spawn_init_s": spawn_times[name], **rounds[name]}
+    return {"servers": results, "notes": notes}
+
+
+# ---------------------------------------------------------------------------
+# Part 2: the search server (server.py) over docs/
+# ---------------------------------------------------------------------------
+
+def questions(limit=20):
+    """A fixed list of real questions: the first ones of the retrieval test set."""
+    with open(os.path.join(HERE, "tests", "retrieval_questions.json")) as f:
+        return [item["question"] for item in json.load(f)][:limit]
+
+
+def run_index_build(docs, index):
+    """(seconds, passages) for one `python index_build.py` run, model load included."""
+    import subprocess
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "index_build.py", "--docs", docs, "--index", index],
+                          cwd=HERE, env=child_env(), capture_output=True, text=True)
+    if done.returncode:  # its progress bar stays hidden, its errors do not
+        raise RuntimeError(f"index_build.py failed: {done.stderr[-2000:]}")
+    seconds = time.perf_counter() - started
+    with open(os.path.join(index, "manifest.json")) as f:
+        return seconds, json.load(f)["counts"]["passages"]
+
+
+async def search_latencies(servers, qs, rounds):
+    """Warm search latencies in seconds, per server: each has answered one unmeasured search
+    (model loaded, buffers allocated). With several servers, they take turns query by query,
+    so that a change in the machine's load hits all of them alike."""
+    pipes = {}
+    for name, (argv, env) in servers.items():
+        pipes[name] = await Pipe.spawn(argv, env)
+        await pipes[name].handshake()
+        await pipes[name].request("tools/call", {"name": "search", "arguments": {"query": "warm up", "top_k": 5}})
+    latencies = {name: [] for name in servers}
+    for _ in range(rounds):
+        for q in qs:
+            for name, pipe in pipes.items():
+                started = time.perf_counter()
+                await pipe.request("tools/call", {"name": "search", "arguments": {"query": q, "top_k": 5}})
+                latencies[name].append(time.perf_counter() - started)
+    for pipe in pipes.values():
+        await pipe.close()
+    return latencies
+
+
+async def bench_search(size):
+    import shutil
+    import subprocess
+    import tempfile
+    missing = [f for f in ("server.py", "index_build.py") if not os.path.exists(os.path.join(HERE, f))]
+    if missing:
+        return {"notes": [f"search skipped: {', '.join(missing)} not found"]}
+    results, qs = {}, questions()
+    docs = os.path.join(HERE, "docs")
+    tmp = tempfile.mkdtemp(prefix="bench-")
+    try:
+        progress("search: python index_build.py --docs docs (model load included)")
+        index = os.path.join(tmp, "index")
+        seconds, passages = run_index_build(docs, index)
+        results["build"] = {"passages": passages, "seconds": seconds, "passages_s": passages / seconds}
+        if size["build_copies"]:
+            # docs/ holds ~70 passages: loading the model dominates. A folder of many copies
+            # shows the embedding rate, as (extra passages) / (extra seconds).
+            progress(f"search: index_build over {size['build_copies']} copies of docs/ (embedding rate)")
+            big_docs = os.path.join(tmp, "docs_copies")
+            os.mkdir(big_docs)
+            for i in range(size["build_copies"]):
+                for name in os.listdir(docs):
+                    shutil.copy(os.path.join(docs, name), os.path.join(big_docs, f"{i:03d}_{name}"))
+            big_seconds, big_passages = run_index_build(big_docs, os.path.join(tmp, "index_copies"))
+            results["build"].update(copies_passages=big_passages, copies_seconds=big_seconds,
+                                    marginal_passages_s=(big_passages - passages) / (big_seconds - seconds))
+
+        argv = [sys.executable, "server.py", "--index", index, "--docs", docs]
+        # RAG_RATE_LIMIT=0: server.py refuses more than 20 calls/s by default, and back-to-back
+        # searches go faster than that. The limiter is not what is being measured.
+        env = child_env(RAG_RATE_LIMIT="0")
+        progress(f"search: spawn -> initialize x{size['search_spawns']}, spawn -> first search x{size['cold_spawns']}")
+        await spawn_to_initialize(argv, env)  # unmeasured: .pyc files, page cache
+        spawn_init = [await spawn_to_initialize(argv, env) for _ in range(size["search_spawns"])]
+        first_search = []
+        for _ in range(size["cold_spawns"]):
+            pipe = await Pipe.spawn(argv, env)
+            await pipe.handshake()
+            await pipe.request("tools/call", {"name": "search", "arguments": {"query": qs[0], "top_k": 5}})
+            first_search.append(time.perf_counter() - pipe.started)
+            await pipe.close()
+        results.update(spawn_init_ms=median(spawn_init) * 1e3, first_search_ms=median(first_search) * 1e3,
+                       raw={"spawn_init_s": spawn_init, "first_search_s": first_search})
+
+        progress(f"search: warm search, {size['search_rounds']} rounds of {len(qs)} questions")
+        warm = (await search_latencies({"default": (argv, env)}, qs, size["search_rounds"]))["default"]
+        results["warm"] = {"p50_ms": percentile(warm, 50) * 1e3, "p99_ms": percentile(warm, 99) * 1e3,
+                           "queries": len(warm)}
+
+        # Threads: server.py caps torch at RAG_TORCH_THREADS (default 1). With a busy-loop
+        # process holding one of the two cores, a second torch thread has to wait for it.
+        results["threads"] = {}
+        servers = {threads: (argv, {**env, "RAG_TORCH_THREADS": str(threads)}) for threads in (1, 2)}
+        for busy in (False, True):
+            progress(f"search: RAG_TORCH_THREADS 1 against 2, other core {'busy' if busy else 'idle'}")
+            side = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+            try:
+                latencies = await search_latencies(servers, qs, size["search_rounds"])
+            finally:
+                if side:
+                    side.kill()
+                    side.wait()
+            for threads, lat in latencies.items():
+                results["threads"][f"{threads} thread(s), other core {'busy' if busy else 'idle'}"] = {
+                    "p50_ms": percentile(lat, 50) * 1e3, "p99_ms": percentile(lat, 99) * 1e3}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {**results, "notes": []}
+
+
+# ---------------------------------------------------------------------------
+# Part 3: flat vs approximate search as the collection grows
+# ---------------------------------------------------------------------------
+
+DIM, TOP_K = 384, 5
+FLAT_BUDGET_MS = 10  # half the 20 ms warm-search target: embedding the query takes about the other half
+
+
+def synthetic(n, seed=0, rank=48, noise=0.18):
+    """n unit vectors shaped roughly like sentence embeddings: each lies mostly in a space of
+    `rank` shared "topic" directions, plus noise (0.18 per coordinate: ~3% of the energy).
+    Pure noise would make every point nearly equidistant, which resembles no text collection.
+    Made in chunks, so that 1M x 384 needs no second full-size copy in temporaries."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    topics = rng.standard_normal((rank, DIM), dtype=np.float32) / np.sqrt(rank)  # unit variance per coordinate
+    vectors = np.empty((n, DIM), dtype=np.float32)
+    for start in range(0, n, 100_000):
+        count = min(100_000, n - start)
+        chunk = rng.standard_normal((count, rank), dtype=np.float32) @ topics
+        chunk += noise * rng.standard_normal((count, DIM), dtype=np.float32)
+        vectors[start:start + count] = chunk / np.linalg.norm(chunk, axis=1, keepdims=True)
+    return vectors
+
+
+def near_queries(vectors, count, seed=1, spread=0.5):
+    """Queries near stored vectors, as a question lands near its answer, not on it: a stored
+    vector plus noise of norm ~spread (cosine ~0.9 to where it came from)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    picked = vectors[rng.choice(len(vectors), count, replace=False)]
+    queries = picked + spread * rng.standard_normal(picked.shape, dtype=np.float32) / np.sqrt(DIM)
+    return queries / np.linalg.norm(queries, axis=1, keepdims=True)
+
+
+def query_p50_ms(index, queries, threads):
+    """One query per search() call, as the server does: batching would hide per-call cost.
+
+    threads: faiss' OpenMP threads. On a loaded 2-core machine, 2 threads make one query
+    wait for a second core that is busy elsewhere, so the table shows 1 and all threads.
+    """
+    import faiss
+    default = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    latencies = []
+    for q in queries:
+        started = time.perf_counter()
+        index.search(q[None, :], TOP_K)
+        latencies.append(time.perf_counter() - started)
+    faiss.omp_set_num_threads(default)
+    return percentile(latencies, 50) * 1e3
+
+
+def recall(found, truth):
+    return sum(len(set(f) & set(t)) for f, t in zip(found, truth)) / truth.size
+
+
+def bench_scale(size, full=False):
+    import faiss
+    rows = []
+    for n in size["scale_sizes"] + ([1_000_000] if full else []):
+        progress(f"scale: {n:,} synthetic passages")
+        vectors = synthetic(n)
+        queries = near_queries(vectors, size["scale_queries"])
+        # IVF (faiss.IndexIVFFlat) was tried too and left out: on this data its recall@5 was
+        # 0.5-0.7 at nprobe 8-32, and training made its build slower than HNSW's.
+        indexes = {"flat": faiss.IndexFlatIP(DIM), "hnsw": faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)}
+        truth = None
+        for kind, index in indexes.items():
+            progress(f"scale: {n:,} passages: building {kind}")
+            started = time.perf_counter()
+            index.add(vectors)
+            build_s = time.perf_counter() - started
+            nbytes = faiss.serialize_index(index).nbytes
+            if truth is None:  # flat comes first: exact search is the ground truth for recall
+                truth = index.search(queries, TOP_K)[1]
+            for ef in (64, 128) if kind == "hnsw" else (None,):
+                if ef:
+                    index.hnsw.efSearch = ef  # a search-time knob: one build serves both
+                rows.append({"n": n, "index": kind, "setting": f"efSearch={ef}" if ef else "",
+                             "build_s": build_s, "bytes": nbytes, "query_p50_ms": query_p50_ms(index, queries, 1),
+                             "query_p50_ms_all_threads": query_p50_ms(index, queries, os.cpu_count()),
+                             "recall_at_5": recall(index.search(queries, TOP_K)[1], truth)})
+        del vectors, indexes
+    return {"rows": rows, "recommendation": recommend(rows), "notes": []}
+
+
+def recommend(rows):
+    """One line: up to how many passages exact search stays within FLAT_BUDGET_MS, and what HNSW costs."""
+    flat = max((r for r in rows if r["index"] == "flat"), key=lambda r: r["n"])
+    hnsw = next(r for r in rows if r["index"] == "hnsw" and r["n"] == flat["n"] and r["setting"] == "efSearch=64")
+    # Exact search reads every vector once: linear in n, so extrapolate from the largest size. Only
+    # from 100k up: a 10k index (15 MB) sits in the CPU cache, and --quick's line comes out too hopeful.
+    ms_per_passage = flat["query_p50_ms"] / flat["n"]
+    line = (f"switch from IndexFlatIP to HNSW above ~{FLAT_BUDGET_MS / ms_per_passage:,.0f} passages, where flat "
+            f"query p50 reaches {FLAT_BUDGET_MS} ms ({flat['query_p50_ms']:.2f} ms measured at {flat['n']:,}); "
+            f"HNSW (M=32, efSearch=64) at {flat['n']:,}: {hnsw['query_p50_ms']:.2f} ms, recall@5 {hnsw['recall_at_5']:.3f}")
+    try:
+        sys.path.insert(0, HERE)
+        from index_build import HNSW_THRESHOLD
+        line += f". index_build.HNSW_THRESHOLD = {HNSW_THRESHOLD:,} (flat p50 ~{HNSW_THRESHOLD * ms_per_passage:.1f} ms)"
+    except ImportError:
+        pass
+    return line
+
+
+# ---------------------------------------------------------------------------
+# Report: targets, tables, JSON
+# ---------------------------------------------------------------------------
+
+def machine_info():
+    import platform
+    from importlib import metadata
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    versions = {}
+    for package in ("mcp", "torch", "faiss-cpu", "sentence-transformers", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return {"cpu": cpu, "nproc": os.cpu_count(), "python": platform.python_version(), "loadavg": os.getloadavg(),
+            "platform": platform.platform(), "packages": versions}
+
+
+def targets(results):
+    """(what, value, goal, PASS/FAIL) for every target the numbers at hand allow to check."""
+    checks = []
+    servers = results.get("protocol", {}).get("servers", {})
+    ours, floor, sdk = servers.get("mcp_min"), servers.get("floor"), servers.get("sdk")
+
+    def ratio(what, value, reference, goal, at_least=True):
+        r = value / reference
+        checks.append((what, f"{r:.2f}x", f"{'>=' if at_least else '<='} {goal}x",
+                       "PASS" if (r >= goal if at_least else r <= goal) else "FAIL"))
+
+    if ours and floor:
+        ratio("sequential calls/s, mcp_min / floor", ours["seq_calls_s"], floor["seq_calls_s"], 0.8)
+        ratio("pipelined calls/s, mcp_min / floor", ours["pipelined_calls_s"], floor["pipelined_calls_s"], 0.6)
+        ratio("spawn -> initialize, mcp_min / floor", ours["spawn_init_ms"], floor["spawn_init_ms"], 1.3, False)
+        ratio("idle RSS, mcp_min / floor", ours["idle_rss"], floor["idle_rss"], 1.3, False)
+    if ours and sdk:
+        ratio("sequential calls/s, mcp_min / SDK", ours["seq_calls_s"], sdk["seq_calls_s"], 5)
+        ratio("pipelined calls/s, mcp_min / SDK", ours["pipelined_calls_s"], sdk["pipelined_calls_s"], 20)
+    search = results.get("search", {})
+    if "spawn_init_ms" in search and floor:
+        ratio("spawn -> initialize, server.py / floor", search["spawn_init_ms"], floor["spawn_init_ms"], 2, False)
+    if "warm" in search:
+        for key, goal in (("p50_ms", 20), ("p99_ms", 50)):
+            value = search["warm"][key]
+            checks.append((f"warm search {key[:3]}", f"{value:.1f} ms", f"<= {goal} ms",
+                           "PASS" if value <= goal else "FAIL"))
+    return checks
+
+
+def table(header, rows):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def report(results):
+    m = results["machine"]
+    out = [f"mcp-min benchmark: {m['cpu']}, {m['nproc']} cores, Python {m['python']}, "
+           f"{', '.join(f'{k} {v}' for k, v in m['packages'].items())}",
+           f"load average {m['loadavg'][0]:.2f} at the start (other work on the machine skews every figure), "
+           f"run took {results['seconds']:.0f} s"]
+
+    protocol = results.get("protocol", {})
+    if protocol:
+        out += ["", "1. protocol: echo(text) over stdio, medians (x = ratio to the floor server)"]
+    if protocol.get("servers"):
+        servers = protocol["servers"]
+        floor = servers.get("floor")
+        metrics = [("spawn -> initialize", "spawn_init_ms", "{:.1f} ms"),
+                   ("sequential calls/s", "seq_calls_s", "{:,.0f}"),
+                   ("  latency p50", "p50_us", "{:.0f} us"), ("  latency p99", "p99_us", "{:.0f} us"),
+                   ("pipelined calls/s", "pipelined_calls_s", "{:,.0f}"),
+                   ("server CPU per call", "cpu_us_per_call", "{:.0f} us"),
+                   ("idle RSS", "idle_rss", "{:.1f} MiB"), ("peak RSS", "peak_rss", "{:.1f} MiB")]
+        rows = []
+        for label, key, fmt in metrics:
+            cells = [label]
+            for numbers in servers.values():
+                value = numbers[key] / (2 ** 20 if key.endswith("rss") else 1)
+                ratio = f" ({numbers[key] / floor[key]:.2f}x)" if floor and floor[key] else ""
+                cells.append(fmt.format(value) + ratio)
+            rows.append(cells)
+        out.append(table(["", *servers], rows))
+    out += [f"note: {n}" for n in protocol.get("notes", [])]
+
+    search = results.get("search", {})
+    if search:
+        out += ["", "2. search: server.py over docs/"] + [f"note: {n}" for n in search["notes"]]
+    if "build" in search:
+        b = search["build"]
+        out.append(f"index_build: {b['passages']} passages in {b['seconds']:.1f} s, model load included "
+                   f"= {b['passages_s']:.0f} passages/s")
+        if "marginal_passages_s" in b:
+            out.append(f"index_build: {b['copies_passages']} passages in {b['copies_seconds']:.1f} s: "
+                       f"embedding alone runs at {b['marginal_passages_s']:.0f} passages/s")
+    if "warm" in search:
+        out.append(table(["", "ms"], [
+            ["spawn -> initialize", f"{search['spawn_init_ms']:.1f}"],
+            ["spawn -> first search answer", f"{search['first_search_ms']:.0f}"],
+            [f"warm search p50 ({search['warm']['queries']} queries)", f"{search['warm']['p50_ms']:.1f}"],
+            ["warm search p99", f"{search['warm']['p99_ms']:.1f}"]]))
+    if "threads" in search:
+        out += ["", table(["RAG_TORCH_THREADS", "p50 ms", "p99 ms"],
+                          [[k, f"{v['p50_ms']:.1f}", f"{v['p99_ms']:.1f}"] for k, v in search["threads"].items()])]
+
+    scale = results.get("scale", {})
+    if scale:
+        out += ["", f"3. scale: synthetic {DIM}-dim passages, single-query search, top {TOP_K}, "
+                "1 faiss thread unless said"] + [f"note: {n}" for n in scale["notes"]]
+    if scale.get("rows"):
+        rows = [[f"{r['n']:,}", r["index"], r["setting"], f"{r['build_s']:.1f}", f"{r['bytes'] / 2 ** 20:.0f}",
+                 f"{r['query_p50_ms']:.3f}", f"{r['query_p50_ms_all_threads']:.3f}", f"{r['recall_at_5']:.3f}"]
+                for r in scale["rows"]]
+        out += [table(["passages", "index", "setting", "build s", "MiB", "p50 ms",
+                       f"p50 ms, {os.cpu_count()} threads", "recall@5"], rows),
+                "recommendation: " + scale["recommendation"]]
+
+    if results["targets"]:
+        out += ["", "targets", table(["", "value", "goal", ""], results["targets"])]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller rounds (about a minute)")
+    parser.add_argument("--full", action="store_true", help="also 1M passages in the scale part (slow)")
+    parser.add_argument("--json", default=DEFAULT_JSON, help=f"where to write raw numbers (default {DEFAULT_JSON})")
+    parser.add_argument("--parts", default="protocol,search,scale", help="comma-separated subset to run")
+    args = parser.parse_args(argv)
+    size = SIZES["quick" if args.quick else "default"]
+    parts = args.parts.split(",")
+
+    started = time.perf_counter()
+    results = {"machine": machine_info(), "config": {**size, "full": args.full, "parts": parts}}
+    runners = {"protocol": lambda: asyncio.run(bench_protocol(size)),
+               "search": lambda: asyncio.run(bench_search(size)), "scale": lambda: bench_scale(size, args.full)}
+    for part in parts:
+        try:
+            results[part] = runners[part]()
+        except Exception as e:  # one broken part must not cost the numbers of the others
+            import traceback
+            traceback.print_exc()
+            results[part] = {"notes": [f"{part} failed: {type(e).__name__}: {e}"], "failed": True}
+    results["seconds"] = time.perf_counter() - started
+    results["targets"] = targets(results)
+
+    print(report(results))
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=2)
+    progress(f"raw numbers in {args.json}")
+    return 1 if any(results[part].get("failed") for part in parts) else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        SERVERS[sys.argv[2]]()
+    else:
+        sys.exit(main())

@@ -1,0 +1,54 @@
+"""bench.py's pieces run and produce the numbers the report needs, at tiny sizes.
+
+A smoke test only: it never checks how fast anything is (that is bench.py's job, and a
+shared 2-core machine makes timings too noisy to assert on).
+"""
+
+import asyncio
+import sys
+
+import bench
+
+TINY = dict(spawns=1, warmup=5, calls=20, rounds=1, scale_sizes=[2_000], scale_queries=10)
+
+
+def test_protocol_and_scale_parts_run_and_report():
+    protocol = asyncio.run(bench.bench_protocol(TINY, names=("floor", "mcp_min")))
+    for name in ("floor", "mcp_min"):
+        numbers = protocol["servers"][name]
+        for key in ("spawn_init_ms", "seq_calls_s", "p50_us", "p99_us", "pipelined_calls_s", "idle_rss", "peak_rss"):
+            assert numbers[key] > 0, (name, key)
+        assert numbers["cpu_us_per_call"] >= 0  # counted in 10 ms ticks: 40 calls may not reach one
+
+    scale = bench.bench_scale(TINY)
+    flat = [r for r in scale["rows"] if r["index"] == "flat"]
+    hnsw = [r for r in scale["rows"] if r["index"] == "hnsw"]
+    assert [r["recall_at_5"] for r in flat] == [1.0]  # exact search is its own ground truth
+    assert len(hnsw) == 2 and all(0 <= r["recall_at_5"] <= 1 for r in hnsw)
+    assert "switch from IndexFlatIP to HNSW above" in scale["recommendation"]
+
+    results = {"machine": bench.machine_info(), "seconds": 1.0, "protocol": protocol, "scale": scale}
+    results["targets"] = bench.targets(results)
+    assert any("mcp_min / floor" in t[0] for t in results["targets"])
+    text = bench.report(results)
+    assert "1. protocol" in text and "3. scale" in text and "targets" in text
+
+
+def test_search_latencies_against_server_py(built_index):
+    argv = [sys.executable, "server.py", "--index", str(built_index)]
+    latencies = asyncio.run(bench.search_latencies({"one": (argv, bench.child_env())}, bench.questions(2), rounds=1))
+    assert len(latencies["one"]) == 2
+
+
+def test_echo_servers_answer_the_same_call():
+    async def call(name):
+        pipe = await bench.Pipe.spawn(bench.server_argv(name))
+        await pipe.handshake()
+        tools = await pipe.request("tools/list")
+        answer = await pipe.request("tools/call", bench.echo_call(7))
+        await pipe.close()
+        return [t["name"] for t in tools["tools"]], answer["content"]
+
+    names = [name for name in bench.SERVERS if name != "sdk" or bench.sdk_available()]
+    for name in names:
+        assert asyncio.run(call(name)) == (["echo"], [{"type": "text", "text": "hello 7"}]), name
