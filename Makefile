@@ -12,7 +12,7 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt
 	touch $@
 
