@@ -23,7 +23,7 @@ Copy this file into your project; it needs nothing else. The sections follow a m
 the wire, JSON-RPC, tools, the server's dispatch, the stdio loop; then the client.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
-import asyncio, contextvars, inspect, itertools, json, math, os, queue, shutil, stat, sys, threading, traceback, types, typing
+import asyncio, contextvars, inspect, itertools, json, math, os, queue, shutil, signal, stat, sys, threading, traceback, types, typing
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
@@ -705,8 +705,9 @@ class Client:
             # Spec (cancellation): a request that timed out is cancelled, so the server can stop working on it.
             await self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"timed out after {timeout} s"})
             what = f"{method} {params.get('name')!r}" if method == "tools/call" else method
-            raise TimeoutError(f"{what}: no answer within {timeout} s; the request was cancelled "
-                               f"(pass a larger timeout= if it is only slow)") from None
+            tail = "\n".join(self.stderr_tail)
+            raise TimeoutError(f"{what}: no answer within {timeout} s; the request was cancelled (pass a larger "
+                               f"timeout= if it is only slow)" + (f". The server's stderr ends with:\n{tail}" if tail else "")) from None
         finally:
             self.pending.pop(request_id, None)
             self.progress_handlers.pop(request_id, None)
@@ -738,7 +739,9 @@ class Client:
             reply = self.deliver(message)
             if reply:
                 await self.write(reply)
-        await self.fail(f"the MCP server closed its stdout (exit code {await self.process.wait()})")
+        code = await self.process.wait()
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        await self.fail(f"the MCP server closed its stdout and {how}")
 
     def deliver(self, message):
         """Route one message from the server: a response to the request waiting on its id, progress to its
