@@ -527,8 +527,7 @@ class Server:
         """Serve MCP on stdin/stdout until stdin closes; answer every request read, then return.
         transport="http" serves Streamable HTTP on host:port instead (mcp_http.py, loaded only then)."""
         if transport == "http":
-            import mcp_http
-            return mcp_http.serve(self, host, port, **options)
+            return http_module().serve(self, host, port, **options)
         # Keep the real stdout for protocol messages and point fd 1 and sys.stdout at stderr, so a
         # stray print() in a tool, or a C library writing to fd 1, can never corrupt the stream.
         wire_fd = os.dup(1)
@@ -564,6 +563,17 @@ class Server:
             await asyncio.wait(session["in_flight"].values())
         writer.close()  # flushes what is buffered before the pipe closes
         await writer.wait_closed()
+
+
+def http_module():
+    """Streamable HTTP lives in mcp_http.py (stdlib-only too), loaded only when it is asked for."""
+    try:
+        import mcp_http
+    except ModuleNotFoundError as e:
+        if e.name != "mcp_http":
+            raise
+        raise ModuleNotFoundError("Streamable HTTP needs mcp_http.py: copy it next to mcp_min.py") from None
+    return mcp_http
 
 
 async def open_pipes(in_fd, out_fd):
@@ -609,8 +619,7 @@ class Client:
 
     def __new__(cls, command, *args, **kwargs):
         if isinstance(command, str) and command.startswith(("http://", "https://")):
-            import mcp_http  # Client("http://127.0.0.1:8000/mcp") speaks Streamable HTTP
-            cls = mcp_http.HTTPClient
+            cls = http_module().HTTPClient  # Client("http://127.0.0.1:8000/mcp") speaks Streamable HTTP
         return super().__new__(cls)
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0, legacy=False):

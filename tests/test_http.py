@@ -524,3 +524,14 @@ def test_server_py_over_http_allows_only_the_hosts_it_is_told(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_mcp_min_alone_says_where_http_lives(tmp_path):
+    # Someone who copied only mcp_min.py gets stdio as before, and a clear word when asking for HTTP.
+    import shutil, subprocess
+    shutil.copy(Path(__file__).resolve().parents[1] / "mcp_min.py", tmp_path)
+    code = ("import mcp_min\n"
+            "try:\n    mcp_min.Client('http://127.0.0.1:1/mcp')\n"
+            "except ModuleNotFoundError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "Streamable HTTP needs mcp_http.py: copy it next to mcp_min.py", out.stderr
