@@ -537,8 +537,10 @@ class Server:
             asyncio.run(self.serve_stdio(sys.stdin.fileno(), wire_fd))
         except KeyboardInterrupt:
             pass
-        finally:
+        finally:  # give the caller its stdout back
             sys.stdout = real_stdout
+            os.dup2(wire_fd, 1)
+            os.close(wire_fd)
 
     async def serve_stdio(self, in_fd, out_fd):
         reader, writer = await open_pipes(in_fd, out_fd)

@@ -953,3 +953,13 @@ def test_a_crash_leaves_what_was_answered_intact(session):
     rest, code = s.close()
     assert code == 4 and rest == []
     assert "crash tool was called" in s.stderr
+
+
+def test_run_gives_stdout_back_when_it_returns(tmp_path):
+    # While it serves, fd 1 and sys.stdout point at stderr; after run() returns, both are the caller's again.
+    script = tmp_path / "after.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom mcp_min import Server\n"
+                      "print('before', flush=True)\nServer('x').run()\nprint('after run', flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)], input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+                          capture_output=True, timeout=30)
+    assert done.stdout.decode().splitlines() == ["before", '{"jsonrpc":"2.0","id":1,"result":{}}', "after run"]
