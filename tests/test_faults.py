@@ -54,7 +54,7 @@ def test_hanging_tool_times_out_is_cancelled_and_the_server_stays_usable():
             started = time.monotonic()
             with pytest.raises(TimeoutError) as caught:
                 await client.call_tool("hang", timeout=0.5)
-            assert 0.5 <= time.monotonic() - started < 2
+            assert 0.5 <= time.monotonic() - started < 5  # its own timeout, not the client-wide 10 s
             assert "no answer within 0.5" in str(caught.value) and "cancel" in str(caught.value)
             sent = [json.loads(text) for direction, text in trace if direction == "→"]
             hang_id = next(m["id"] for m in sent if m.get("params", {}).get("name") == "hang")
