@@ -1,5 +1,9 @@
 """
-client.py - talk to an MCP server step by step, and show what each step says.
+client.py - an MCP client (the Client class), and a demo that talks to a server step by step.
+
+Client, at the top of this file, is the client side of mcp_min: copy it with mcp_min.py into your
+project. It starts a stdio server as a subprocess, learns its era, and calls its tools. The demo
+below it shows what each step of the conversation says:
 
     python client.py                            # start server.py, list its tools, search once
     python client.py "is there wifi" --top-k 3  # ask your own question
@@ -21,14 +25,270 @@ is told to exit. Nothing here knows about embeddings or FAISS: all of that happe
 the other side of the pipe.
 """
 
-import argparse
-import asyncio
-import json
-import sys
-import time
+import argparse, asyncio, functools, itertools, json, re, signal, sys, time
 from pathlib import Path
 
-from mcp_min import Client, MCPError
+from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND,
+                     MODERN_VERSIONS, UNSUPPORTED_VERSION, MCPError, encode, error_response,
+                     parse_message, read_lines, valid_id)
+
+class Client:
+    """An MCP client over stdio: it starts a server as a subprocess and talks to it.
+
+        async with Client([sys.executable, "server.py"]) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("search", {"query": "wifi"})
+
+    trace(direction, line), if given, sees every line: "→" sent, "←" received. Failures raise
+    MCPError (the server answered with an error), TimeoutError, or ConnectionError (the server is
+    gone or broken). For Streamable HTTP, use mcp_http.HTTPClient(url) the same way."""
+
+    def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
+                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
+        self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
+        self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
+        self.max_message_bytes = max_message_bytes
+        self.protocol_version = self.era = self.failure = None
+        self.server_info, self.capabilities = {}, {}
+        self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
+        self.ids = itertools.count(1)
+        self.client_info = {"name": "mcp-min", "version": "0.1.0"}
+
+    async def __aenter__(self):
+        pipe = asyncio.subprocess.PIPE
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.command, stdin=pipe, stdout=pipe, stderr=pipe, env=self.env, cwd=self.cwd)
+        except OSError as e:
+            raise ConnectionError(f"cannot start the MCP server {self.command[0]!r}: {e}") from e
+        self.stderr_task = asyncio.ensure_future(self.read_stderr())
+        self.reader_task = asyncio.ensure_future(self.read_messages())
+        try:
+            await self.connect()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info):
+        await self.close()
+
+    # --- Which era the server speaks (spec: basic/versioning) ---
+
+    async def connect(self):
+        """Probe with server/discover: a DiscoverResult or a modern error means 2026-07-28. Any
+        other error, or silence, means a legacy server: fall back to the initialize handshake.
+        legacy=True skips the probe and opens with the handshake, as legacy-era hosts do."""
+        self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
+        try:
+            if self.legacy:
+                raise TimeoutError
+            found = await self.request("server/discover", timeout=self.probe_timeout)
+            supported = as_list(found.get("supportedVersions"))
+            common = [version for version in MODERN_VERSIONS if version in supported]
+            if common:
+                self.protocol_version, self.capabilities = common[-1], as_dict(found.get("capabilities"))
+                self.server_info = as_dict(as_dict(found.get("_meta")).get(META + "serverInfo"))
+                return
+            if not any(version in LEGACY_VERSIONS for version in supported):
+                raise MCPError(UNSUPPORTED_VERSION, "no protocol version in common", {"supported": supported})
+        except MCPError as e:
+            if e.code == UNSUPPORTED_VERSION:  # modern, but no version in common: legacy cannot help
+                supported = as_dict(e.data).get("supported")
+                raise MCPError(e.code, f"the server speaks {supported}; this client speaks "
+                                       f"{MODERN_VERSIONS + LEGACY_VERSIONS}", e.data) from None
+        except TimeoutError:
+            pass
+        self.era = "legacy"
+        result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
+                                                   "capabilities": {}, "clientInfo": self.client_info})
+        if result.get("protocolVersion") not in LEGACY_VERSIONS:
+            raise MCPError(UNSUPPORTED_VERSION, f"the server offers protocol {result.get('protocolVersion')!r}; "
+                                                f"this client speaks {MODERN_VERSIONS + LEGACY_VERSIONS}")
+        self.protocol_version = result["protocolVersion"]
+        self.capabilities = as_dict(result.get("capabilities"))
+        self.server_info = as_dict(result.get("serverInfo"))
+        await self.notify("notifications/initialized")
+
+    # --- Requests and their answers ---
+
+    async def list_tools(self):
+        """Every tool, following pagination: a list of tool dicts exactly as on the wire."""
+        tools, cursors = [], [None]
+        while True:
+            page = await self.request("tools/list", {"cursor": cursors[-1]} if cursors[-1] else {})
+            tools += [tool for tool in as_list(page.get("tools")) if isinstance(tool, dict)]
+            if not page.get("nextCursor") or page["nextCursor"] in cursors:  # no page twice
+                return tools
+            cursors.append(page["nextCursor"])
+
+    async def call_tool(self, name, arguments=None, timeout=None, on_progress=None):
+        """The CallToolResult dict. on_progress(progress, total, message) sees progress."""
+        params = {"name": name, "arguments": arguments or {}}
+        return await self.request("tools/call", params, timeout, on_progress)
+
+    async def request(self, method, params=None, timeout=None, on_progress=None):
+        """Send a request and wait for its result (a dict)."""
+        if self.failure:
+            raise ConnectionError(self.failure)
+        request_id, params = next(self.ids), dict(params or {})
+        meta = dict(params.get("_meta", {}))
+        if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
+            meta.update({META + "protocolVersion": self.protocol_version,
+                         META + "clientCapabilities": {}, META + "clientInfo": self.client_info})
+        if on_progress:
+            meta["progressToken"], self.progress_handlers[request_id] = request_id, on_progress
+        params.update({"_meta": meta} if meta else {})
+        future = self.pending[request_id] = asyncio.get_running_loop().create_future()
+        timeout = self.timeout if timeout is None else timeout
+        try:
+            await self.write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            # Spec (cancellation): a request that timed out is cancelled, so the server can stop.
+            reason = f"timed out after {timeout} s"
+            await self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            what = f"{method} {params.get('name')!r}" if method == "tools/call" else method
+            raise TimeoutError(f"{what}: no answer within {timeout} s; the request was cancelled "
+                               f"(pass a larger timeout= if it is only slow){self.last_words()}") from None
+        finally:
+            self.pending.pop(request_id, None)
+            self.progress_handlers.pop(request_id, None)
+
+    async def notify(self, method, params=None):
+        await self.write({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
+
+    async def write(self, message):
+        line = encode(message)
+        self.call_back(self.trace, "→", line.decode().rstrip("\n"))
+        try:
+            self.process.stdin.write(line)
+            await self.process.stdin.drain()  # returns at once unless the server stopped reading
+        except (ConnectionError, RuntimeError) as e:
+            raise ConnectionError(self.failure or f"cannot write to the MCP server: {e}") from None
+
+    # --- What the server sends ---
+
+    async def read_messages(self):
+        """The one reader of the server's stdout: every message goes to on_message."""
+        read = functools.partial(self.process.stdout.read, 65536)
+        async for line in read_lines(read, self.max_message_bytes):
+            if isinstance(line, tuple):
+                self.refuse_oversized(*line)
+                continue
+            self.call_back(self.trace, "←", line.decode(errors="replace").rstrip("\r"))
+            try:
+                message = parse_message(line)
+            except MCPError as e:
+                shown = line[:200].decode(errors="replace").strip()
+                return await self.fail(f"the server wrote something other than an MCP message to stdout "
+                                       f"({e.message}): {shown!r}; a server must write logs to stderr only")
+            reply = self.on_message(message)
+            if reply:
+                await self.write(reply)
+        code = await self.process.wait()
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        await self.fail(f"the MCP server closed its stdout and {how}")
+
+    def on_message(self, message):
+        """One message from the server. A response completes the request waiting on its id, and
+        progress goes to its handler. Returns the reply a request of the server's own gets: ping
+        is answered (the spec says it MUST be); we offer nothing else."""
+        method, request_id = message.get("method"), message.get("id")
+        if isinstance(method, str) and "id" in message:
+            if method == "ping":
+                return {"jsonrpc": "2.0", "id": request_id, "result": {}}
+            return error_response(request_id, MCPError(METHOD_NOT_FOUND, f"Method not found: {method}"))
+        params = as_dict(message.get("params"))
+        if method == "notifications/progress" and valid_id(params.get("progressToken")):
+            handler = self.progress_handlers.get(params["progressToken"])
+            self.call_back(handler, params.get("progress"), params.get("total"), params.get("message"))
+        future = self.pending.get(request_id) if valid_id(request_id) else None
+        if future is None or future.done():
+            return None
+        error, result = message.get("error"), message.get("result")
+        if isinstance(error, dict):
+            future.set_exception(MCPError(error.get("code"), error.get("message"), error.get("data")))
+        elif isinstance(result, dict):
+            future.set_result(result)
+        else:
+            shown = json.dumps(message)[:200]
+            future.set_exception(MCPError(INTERNAL_ERROR, f"a malformed answer from the server: {shown}"))
+        return None
+
+    def refuse_oversized(self, head, size):
+        """An answer over max_message_bytes fails its own request: the one whose id it starts with,
+        or the only one waiting."""
+        found = ID_AT_START.match(head)
+        waiting = [int(found[1])] if found else list(self.pending)
+        future = self.pending.get(waiting[0]) if len(waiting) == 1 else None
+        if future and not future.done():
+            future.set_exception(MCPError(INTERNAL_ERROR, f"the answer is {size} bytes, over this "
+                                          f"client's {self.max_message_bytes}-byte limit "
+                                          "(Client(max_message_bytes=...) sets it)"))
+
+    def call_back(self, callback, *args):
+        """A callback of the caller's (trace, on_progress): its exception is logged, and never
+        stops the reader."""
+        try:
+            if callback:
+                callback(*args)
+        except Exception as e:
+            print(f"mcp_min client: {getattr(callback, '__name__', 'a callback')} raised {e!r}",
+                  file=sys.stderr)
+
+    async def read_stderr(self):
+        """The server's log, drained whatever its line lengths; its last lines are kept."""
+        read = functools.partial(self.process.stderr.read, 65536)
+        async for line in read_lines(read, limit=2000):
+            text = line[0] + b"..." if isinstance(line, tuple) else line  # a line over 2 kB
+            self.stderr_tail = (self.stderr_tail + [text.decode(errors="replace").rstrip()])[-10:]
+
+    def last_words(self):
+        tail = "\n".join(self.stderr_tail)
+        return f". The server's stderr ends with:\n{tail}" if tail else ""
+
+    async def fail(self, reason):
+        """The server is gone or broken: every waiting request fails at once, with its last words."""
+        await asyncio.wait([self.stderr_task], timeout=1.0)  # they are often on their way
+        self.failure = reason + self.last_words()
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError(self.failure))
+
+    async def close(self):
+        """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
+        if self.process.returncode is None:
+            self.process.stdin.close()
+            for stop in (lambda: None, self.process.terminate, self.process.kill):
+                try:
+                    stop()
+                    await asyncio.wait_for(self.process.wait(), 2.0)
+                    break
+                except (TimeoutError, ProcessLookupError):
+                    continue
+        await asyncio.wait([self.reader_task], timeout=2.0)  # it may be failing requests right now
+        self.reader_task.cancel()
+        await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
+        for future in self.pending.values():  # nobody will answer them now
+            if not future.done():
+                future.set_exception(ConnectionError(self.failure or "the MCP client was closed "
+                                                                     "while this request waited"))
+
+
+# An oversized answer is skipped unread; its id is found at its start, where servers put it.
+ID_AT_START = re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)')
+
+
+def as_dict(value):  # what a well-behaved server sends as an object; {} for anything else
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value):
+    return value if isinstance(value, list) else []
+
+
+# === The demo: python client.py ===
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_QUESTION = "can I bring a dog"
@@ -75,7 +335,12 @@ async def demo(command, label, question, top_k, trace, legacy=False):
     opening = f"reach {label}" if label.startswith(("http://", "https://")) else f"start `{label}`"
     print(f"[1] connect: {opening} and open the conversation")
     started = time.perf_counter()
-    async with Client(command, trace=trace, legacy=legacy) as client:
+    if label.startswith(("http://", "https://")):
+        import mcp_http  # Streamable HTTP: only when asked for, as the caller picks the transport
+        client = mcp_http.HTTPClient(command, trace=trace, legacy=legacy)
+    else:
+        client = Client(command, trace=trace, legacy=legacy)
+    async with client:
         info = client.server_info or {}
         field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
         field("protocol", client.protocol_version)

@@ -23,8 +23,9 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/
 import asyncio, base64, binascii, dataclasses, json, secrets, sys, time, urllib.parse
 from http import HTTPStatus
 
+from client import Client
 from mcp_min import (INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META,
-                     METHOD_NOT_FOUND, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Client, MCPError,
+                     METHOD_NOT_FOUND, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, MCPError,
                      check_request, encode, encode_reply, error_response, parse_message, valid_id)
 
 ENDPOINT = "/mcp"
@@ -268,7 +269,7 @@ class HTTPTransport:
         session = None if modern or opens_session else self.legacy_session(headers)
         if not is_request:  # a notification: notifications/cancelled stops a legacy request
             if session is not None:
-                self.server.notification(message, session)
+                self.server.handle_notification(message, session)
             return await reply(conn, 202, keep_alive=request.keep_alive)
         if modern:
             self.check_modern_request(message, headers)
@@ -558,7 +559,7 @@ class HTTPClient(Client):
             raise MCPError(INVALID_REQUEST, f"HTTP {status}: {text[:200]}") from None
         if "id" in message and message["id"] is None:  # an error before the server could read the id
             message["id"] = request_id
-        reply = self.deliver(message)
+        reply = self.on_message(message)
         if reply:  # a legacy server's request: refused, as on stdio
             asyncio.ensure_future(self.post(reply))
 

@@ -142,4 +142,4 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
 }
 
 if __name__ == "__main__":
-    server.run(transport="http", port=int(sys.argv[1]) if len(sys.argv) > 1 else 3001)
+    __import__("mcp_http").serve(server, port=int(sys.argv[1]) if len(sys.argv) > 1 else 3001)

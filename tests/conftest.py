@@ -17,7 +17,7 @@ DOCS = ROOT / "docs"
 sys.path.insert(0, str(ROOT))
 
 import index_build  # noqa: E402  (needs the sys.path line above)
-from mcp_min import Client  # noqa: E402
+from client import Client  # noqa: E402
 
 
 @pytest.fixture(scope="session")
