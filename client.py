@@ -173,7 +173,12 @@ class Client:
         """The one reader of the server's stdout: every message goes to on_message."""
         read = functools.partial(self.process.stdout.read, 65536)
         async for line in read_lines(read, self.max_message_bytes):
-            if isinstance(line, tuple):
+            if isinstance(line, tuple) and not ID_AT_START.match(line[0]):
+                return await self.fail(f"the server wrote something other than an MCP message to "
+                                       f"stdout: a line of {line[1]} bytes, over the {self.max_message_bytes}"
+                                       f"-byte limit, starting {line[0][:80]!r}; a server must write logs "
+                                       "to stderr only")
+            if isinstance(line, tuple):  # a real answer, too big: only its own request fails
                 self.refuse_oversized(*line)
                 continue
             self.call_back(self.trace, "←", line.decode(errors="replace").rstrip("\r"))
@@ -217,11 +222,8 @@ class Client:
         return None
 
     def refuse_oversized(self, head, size):
-        """An answer over max_message_bytes fails its own request: the one whose id it starts with,
-        or the only one waiting."""
-        found = ID_AT_START.match(head)
-        waiting = [int(found[1])] if found else list(self.pending)
-        future = self.pending.get(waiting[0]) if len(waiting) == 1 else None
+        """An answer over max_message_bytes fails only the request whose id it starts with."""
+        future = self.pending.get(int(ID_AT_START.match(head)[1]))
         if future and not future.done():
             future.set_exception(MCPError(INTERNAL_ERROR, f"the answer is {size} bytes, over this "
                                           f"client's {self.max_message_bytes}-byte limit "

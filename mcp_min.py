@@ -556,9 +556,12 @@ class Server:
 
     async def read_requests(self, read, writer, session, send):
         """Read requests until EOF. Returns why it stopped early, if it did."""
-        in_flight = session["in_flight"]
+        in_flight, lines_read = session["in_flight"], 0
         async for line in read_lines(read):
             self.receive_line(line, session, send)
+            lines_read += 1
+            if lines_read % 16 == 0:  # let finished requests write their answers while lines wait
+                await asyncio.sleep(0)
             # Backpressure: while too many requests run, or a slow client leaves too much unread,
             # stdin waits, so memory stays flat whatever the client sends.
             if len(in_flight) >= MAX_IN_FLIGHT:

@@ -1,5 +1,5 @@
 """Shared fixtures: one embedding model and one index of docs/ per test session, and a way
-to keep one server.py subprocess (driven by mcp_min.Client) alive across many tests.
+to keep one server.py subprocess (driven by client.Client) alive across many tests.
 
 Loading the model takes seconds, so every fixture that needs it is session-scoped.
 """
@@ -46,7 +46,7 @@ def small_docs(tmp_path):
 class LiveServer:
     """A server subprocess shared by many tests.
 
-    mcp_min.Client is asyncio-based and its connection belongs to one event loop, so the
+    client.Client is asyncio-based and its connection belongs to one event loop, so the
     loop runs in a background thread and each test hands it one coroutine at a time.
     """
 

@@ -1,5 +1,5 @@
 """The official SDK's MCPServer with the same tools as tests/wire_server.py, for the interop tests:
-mcp_min.Client must get the same results from it as from our own server.
+client.Client must get the same results from it as from our own server.
 
     python tests/sdk_server.py
 """

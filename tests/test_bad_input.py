@@ -93,9 +93,17 @@ CASES = [
       [b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":Infinity}}\n',
        b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":-Infinity}}\n'],
       [err(-32700), err(-32700)]),
-    C("float-overflow", "a number too big for a double: `1e400`",
+    C("float-overflow", "a number too big for a double, `1e400`, as a tool argument",
       [b'{"jsonrpc":"2.0","id":1,"method":"tools/call",'
-       b'"params":{"name":"add","arguments":{"a":1e400}}}\n'], [err(-32700)]),
+       b'"params":{"name":"add","arguments":{"a":1e400}}}\n'], [tool_err(1)]),
+    C("float-overflow-param", "`1e400` in params a method ignores",
+      [b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e400}}\n'], [ok(1)]),
+    C("float-overflow-echoed", "`1e400` as a progress token, which the answer must not carry",
+      [b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+       b'"arguments":{"text":"x"},"_meta":{"progressToken":1e400}}}\n'], [ok(1)]),
+    C("long-float", "a 300-digit number with a fraction (a whole number as a double)",
+      [b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":'
+       + b"1" * 300 + b'.5}}}\n'], [ok(1)]),
     C("deep-array", f"{DEEP:,} nested `[`", [b"[" * DEEP + b"\n"], [err(-32700)]),
     C("deep-object", f"{DEEP:,} nested `{{\"a\":`",
       [b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"\n"], [err(-32700)]),
@@ -103,10 +111,10 @@ CASES = [
       [b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + nested(DEEP) + b"}}\n"],
       [err(-32700)]),
     C("huge-int-id", "a 10,000-digit integer as id",
-      [b'{"jsonrpc":"2.0","id":' + HUGE.encode() + b',"method":"ping"}\n'], [err(-32700)]),
+      [b'{"jsonrpc":"2.0","id":' + HUGE.encode() + b',"method":"ping"}\n'], [err(-32600)]),
     C("huge-int-arg", "a 10,000-digit integer as a tool argument",
       [b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":'
-       + HUGE.encode() + b"}}}\n"], [err(-32700)]),
+       + HUGE.encode() + b"}}}\n"], [tool_err(1)]),
     C("big-int-id", "a 4,000-digit integer as id (under Python's 4,300-digit limit)",
       [request(BIG_BUT_OK)], [ok(BIG_BUT_OK)]),
     # Not a single JSON-RPC request object

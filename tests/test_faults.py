@@ -1,6 +1,6 @@
 """Faults: stdin closing under load, hanging tools, a server that crashes, never starts, or writes
 garbage, tools that misbehave, and a client that stops reading. The server never loses a reply it
-owes and never corrupts stdout; mcp_min.Client fails fast, says what happened, and reaps the
+owes and never corrupts stdout; client.Client fails fast, says what happened, and reaps the
 process."""
 import asyncio, collections, json, os, signal, threading, time
 
@@ -8,7 +8,8 @@ import pytest
 
 from hard_server import COMMAND, RawServer, call, id_key, line, mcp_min, reaped, rss_kib
 
-Client, MCPError = mcp_min.Client, mcp_min.MCPError
+from client import Client  # noqa: E402
+MCPError = mcp_min.MCPError
 
 
 def text(result):

@@ -23,7 +23,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError as SDKError  # noqa: E402
 
 import mcp_min  # noqa: E402
-from mcp_min import Client, MCPError  # noqa: E402
+from client import Client  # noqa: E402
+from mcp_min import MCPError  # noqa: E402
 from wire_server import server as wire_definitions  # noqa: E402  (the server object; not run on import)
 
 WIRE = [sys.executable, str(ROOT / "tests" / "wire_server.py")]

@@ -4,7 +4,7 @@ import asyncio
 
 from hard_server import COMMAND, mcp_min, rss_kib
 
-Client = mcp_min.Client
+from client import Client  # noqa: E402
 
 
 def scale(request):

@@ -1,4 +1,4 @@
-"""server.py through a real subprocess, driven by mcp_min.Client: the three tools, their
+"""server.py through a real subprocess, driven by client.Client: the three tools, their
 input checks, refused document names, and a missing or out-of-date index."""
 
 import json
