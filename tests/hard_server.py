@@ -4,6 +4,8 @@ by line.
     python tests/hard_server.py [mode]
 
 Modes (argv[1]):
+    short-timeouts   WRITE_TIMEOUT 2 s and SHUTDOWN_GRACE 1 s instead of 30 s and 5 s
+    stderr-long-line write a 5 MB line to stderr, drawn with \r, before serving
     (none)           serve normally
     exit-at-start    write a line to stderr and exit with code 3 before reading anything
     garbage-stdout   write a non-JSON line to the real stdout, then serve normally
@@ -12,8 +14,8 @@ Modes (argv[1]):
     stderr-flood     write 4 MB to stderr before serving
 
 Tools: echo, echo_async, add, sleep, sleep_sync, hang, hang_sync, hang_sync_coop, crash, big,
-big_sync, noisy, bad_result, sys_exit. The tests import this file for RawServer; only running it
-serves.
+big_sync, noisy, bad_result, sys_exit, flood, flood_sync. The tests import this file for
+RawServer; only running it serves.
 """
 import asyncio
 import collections
@@ -148,7 +150,32 @@ def sys_exit(code: int = 2) -> str:
     sys.exit(code)
 
 
+@server.tool()
+async def flood(count: int, ctx: Context) -> str:
+    """Report progress `count` times without waiting (async), then answer."""
+    for step in range(count):
+        ctx.report_progress(step + 1, count)
+    return f"flooded {count}"
+
+
+@server.tool()
+def flood_sync(count: int, ctx: Context) -> str:
+    """Report progress and log `count` times from a worker thread, then answer."""
+    for step in range(count):
+        ctx.report_progress(step + 1, count)
+        ctx.log("info", f"step {step + 1}")
+    return f"flooded {count}"
+
+
 def main(mode):
+    if mode == "short-timeouts":  # a client that stops reading is dropped after 2 s, not 30
+        mcp_min.WRITE_TIMEOUT = 2.0
+        mcp_min.SHUTDOWN_GRACE = 1.0
+    if mode == "stderr-long-line":  # 5 MB on stderr without a newline, as a progress bar draws
+        for percent in range(50_000):
+            sys.stderr.write(f"\rloading {percent:06d} " + "#" * 90)
+        sys.stderr.write("\n")
+        sys.stderr.flush()
     if mode == "exit-at-start":
         print("hard_server: exit-at-start mode, exiting with code 3 before serving",
               file=sys.stderr, flush=True)

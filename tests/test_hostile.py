@@ -1,0 +1,203 @@
+"""Hostile peers over stdio, round 2: a server that floods or misbehaves must not hang, kill or
+bloat our Client, and a client that floods, stalls or signals must not bloat our server or lose
+answers. Spec: basic/transports/stdio, basic/utilities (ping, progress, cancellation).
+"""
+import asyncio
+import json
+import signal
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from hard_server import COMMAND, RawServer, call, rss_kib
+
+from client import Client  # noqa: E402
+from mcp_min import MCPError  # noqa: E402
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+# --- The server: notifications, a stalled client, signals ---
+
+def progress_call(request_id, name, count):
+    return (json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                        "params": {"name": name, "arguments": {"count": count},
+                                   "_meta": {"progressToken": "p"}}}) + "\n").encode()
+
+
+@pytest.mark.parametrize("tool, count", [("flood", 300_000), ("flood_sync", 20_000)])
+def test_a_tool_flooding_progress_to_a_stalled_client_keeps_memory_flat(tool, count):
+    """While the client reads nothing, notifications beyond a 1 MiB backlog are skipped (async
+    tools) or wait for the event loop (sync tools): memory stays flat, the answer still comes, and
+    the progress that does arrive only increases."""
+    server = RawServer()
+    try:
+        baseline = rss_kib(server.proc.pid)
+        server.reading.clear()
+        server.send(progress_call("flood", tool, count))
+        peak, deadline = baseline, time.monotonic() + 3
+        while time.monotonic() < deadline:
+            peak = max(peak, rss_kib(server.proc.pid))
+            time.sleep(0.02)
+        server.reading.set()
+        progress = []
+        while True:
+            message = server.recv(60)
+            if "id" in message:
+                break
+            if message["method"] == "notifications/progress":
+                progress.append(message["params"]["progress"])
+        assert message["result"]["content"][0]["text"] == f"flooded {count}"
+        assert progress == sorted(progress) and progress, progress[:5]
+        assert peak - baseline < 40_000, f"RSS grew {(peak - baseline) / 1024:.0f} MiB"
+        assert server.alive()
+    finally:
+        server.close()
+
+
+def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout():
+    """Answers pile up for a client that reads nothing: after WRITE_TIMEOUT (2 s in this mode)
+    the server says why on stderr and exits, instead of holding its memory forever."""
+    server = RawServer("short-timeouts")
+    server.reading.clear()
+    started = time.monotonic()
+    threading.Thread(target=server.send, daemon=True,
+                     args=(b"".join(call(i, "big", {"size": 1_000_000}) for i in range(40)),)
+                     ).start()
+    code = server.proc.wait(30)
+    assert time.monotonic() - started < 20
+    assert code == 0
+    assert any("read nothing for 2 s" in line for line in server.stderr), server.stderr_tail()
+    assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_answers_what_runs_then_cancels_the_rest_with_an_error(signum):
+    """Graceful shutdown: no new requests; a call that finishes within the grace period (1 s in
+    this mode) gets its result; one still running after it gets an error that says why; exit 0
+    with one line on stderr and no traceback."""
+    server = RawServer("short-timeouts")
+    server.send(call("quick", "sleep", {"seconds": 0.3}))
+    server.send(call("stuck", "hang", {}))
+    time.sleep(0.3)
+    server.proc.send_signal(signum)
+    answers = {}
+    while (message := server.recv(10)) is not None:
+        answers[message["id"]] = message
+    assert server.proc.wait(10) == 0
+    assert answers["quick"]["result"]["content"][0]["text"] == "slept"
+    assert answers["stuck"]["error"]["message"] == "Cancelled: the server is shutting down"
+    said = [line for line in server.stderr if "stopped by" in line]
+    assert said == [f"hard: stopped by {signal.Signals(signum).name}; 1 running call(s) cancelled"]
+    assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
+
+
+# --- The client: a server that floods stderr, raises in callbacks, or sends what it should not ---
+
+def test_a_huge_stderr_line_without_newline_does_not_stop_the_client():
+    async def main():
+        async with Client(COMMAND + ["stderr-long-line"], timeout=20) as client:
+            for _ in range(3):
+                result = await client.call_tool("echo", {"text": "still here"})
+                assert result["content"][0]["text"] == "still here"
+            assert client.stderr_tail and len(client.stderr_tail[-1]) < 3000
+    run(main())
+
+
+def test_a_progress_callback_that_raises_is_logged_and_the_reader_goes_on(capfd):
+    def broken(progress, total, message):
+        raise RuntimeError("the callback broke")
+
+    async def main():
+        async with Client(COMMAND, timeout=20) as client:
+            result = await client.call_tool("flood_sync", {"count": 3}, on_progress=broken)
+            assert result["content"][0]["text"] == "flooded 3"
+            assert (await client.call_tool("echo", {"text": "after"}))["content"][0]["text"] == "after"
+    run(main())
+    assert "the callback broke" in capfd.readouterr().err
+
+
+def test_an_answer_over_the_limit_fails_only_its_own_request():
+    async def main():
+        async with Client(COMMAND, timeout=20, max_message_bytes=100_000) as client:
+            too_big = asyncio.ensure_future(client.call_tool("big", {"size": 200_000}))
+            small = await client.call_tool("big", {"size": 1000})
+            with pytest.raises(MCPError) as refused:
+                await too_big
+            assert len(small["content"][0]["text"]) == 1000
+            assert "over this client's 100000-byte limit" in str(refused.value)
+            assert "max_message_bytes" in str(refused.value)
+            assert (await client.call_tool("echo", {"text": "ok"}))["content"][0]["text"] == "ok"
+    run(main())
+
+
+FAKE_SERVER = '''
+import json, sys
+replies = []
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    method, request_id = message.get("method"), message.get("id")
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": ["not", "an", "object"], "serverInfo": "not an object"}})
+    elif method == "notifications/initialized":
+        send({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"})
+        send({"jsonrpc": "2.0", "id": "srv-sample", "method": "sampling/createMessage"})
+    elif method is None:
+        replies.append(message)
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        if name == "replies":
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [
+                  {"type": "text", "text": json.dumps(replies)}]}})
+        elif name == "no-result":
+            send({"jsonrpc": "2.0", "id": request_id})
+        elif name == "scalar-result":
+            send({"jsonrpc": "2.0", "id": request_id, "result": 5})
+        elif name == "bad-error":
+            send({"jsonrpc": "2.0", "id": request_id, "error": "not an object"})
+'''
+
+
+@pytest.fixture
+def fake_server(tmp_path):
+    path = tmp_path / "fake_server.py"
+    path.write_text(textwrap.dedent(FAKE_SERVER))
+    return [sys.executable, str(path)]
+
+
+def test_the_servers_ping_gets_an_empty_result_and_other_requests_method_not_found(fake_server):
+    async def main():
+        async with Client(fake_server, timeout=10) as client:
+            assert (client.era, client.capabilities, client.server_info) == ("legacy", {}, {})
+            for _ in range(50):  # our replies reach the fake server after our first call, or soon
+                result = await client.call_tool("replies")
+                replies = json.loads(result["content"][0]["text"])
+                if len(replies) == 2:
+                    return replies
+                await asyncio.sleep(0.1)
+            return replies
+    replies = {reply["id"]: reply for reply in run(main())}
+    assert replies["srv-ping"] == {"jsonrpc": "2.0", "id": "srv-ping", "result": {}}
+    assert replies["srv-sample"]["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize("tool", ["no-result", "scalar-result", "bad-error"])
+def test_a_malformed_answer_fails_its_request_with_mcperror(fake_server, tool):
+    async def main():
+        async with Client(fake_server, timeout=10) as client:
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool(tool)
+            assert "malformed answer" in str(caught.value)
+            assert (await client.call_tool("replies"))["content"]  # the client goes on
+    run(main())
