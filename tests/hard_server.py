@@ -1,4 +1,5 @@
-"""A small mcp_min server for the hardening tests, and RawServer, the harness that drives it line by line.
+"""A small mcp_min server for the hardening tests, and RawServer, the harness that drives it line
+by line.
 
     python tests/hard_server.py [mode]
 
@@ -11,9 +12,22 @@ Modes (argv[1]):
     stderr-flood     write 4 MB to stderr before serving
 
 Tools: echo, echo_async, add, sleep, sleep_sync, hang, hang_sync, hang_sync_coop, crash, big,
-big_sync, noisy, bad_result, sys_exit. The tests import this file for RawServer; only running it serves.
+big_sync, noisy, bad_result, sys_exit. The tests import this file for RawServer; only running it
+serves.
 """
-import asyncio, collections, datetime, io, json, os, pathlib, queue, subprocess, sys, threading, time, typing
+import asyncio
+import collections
+import datetime
+import io
+import json
+import os
+import pathlib
+import queue
+import subprocess
+import sys
+import threading
+import time
+import typing
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -103,7 +117,8 @@ def big_sync(size: int) -> str:
 
 @server.tool()
 def noisy(text: str) -> str:
-    """Writes to stdout in every way a careless tool could (print, fd 1, a child process), then returns the text."""
+    """Writes to stdout in every way a careless tool could (print, fd 1, a child process), then
+    returns the text."""
     print("noisy: print() to stdout")
     sys.stdout.write("noisy: sys.stdout.write\n")
     sys.stdout.flush()
@@ -135,10 +150,12 @@ def sys_exit(code: int = 2) -> str:
 
 def main(mode):
     if mode == "exit-at-start":
-        print("hard_server: exit-at-start mode, exiting with code 3 before serving", file=sys.stderr, flush=True)
+        print("hard_server: exit-at-start mode, exiting with code 3 before serving",
+              file=sys.stderr, flush=True)
         sys.exit(3)
     if mode == "garbage-stdout":
-        print("hard_server: garbage-stdout mode, writing a non-JSON line to stdout", file=sys.stderr, flush=True)
+        print("hard_server: garbage-stdout mode, writing a non-JSON line to stdout",
+              file=sys.stderr, flush=True)
         os.write(1, b"hard_server: this is not JSON-RPC\n")
     if mode == "garbage-flood":
         data = b"z" * (6 * 1024 * 1024)
@@ -158,7 +175,8 @@ def main(mode):
 
 COMMAND = [sys.executable, str(HERE / "hard_server.py")]
 INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}}
 
 
 def line(message):
@@ -168,7 +186,8 @@ def line(message):
 
 def call(request_id, name, arguments):
     """A tools/call request line."""
-    return line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    return line({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                 "params": {"name": name, "arguments": arguments}})
 
 
 def strict_loads(text):
@@ -178,7 +197,8 @@ def strict_loads(text):
 
 
 def shape_problem(line):
-    """None if `line` (bytes, newline included) is one valid JSON-RPC 2.0 message from a server, else why not."""
+    """None if `line` (bytes, newline included) is one valid JSON-RPC 2.0 message from a server,
+    else why not."""
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         return "not exactly one newline-terminated line"
     try:
@@ -198,12 +218,14 @@ def shape_problem(line):
             return "a response needs exactly one of result and error"
         if "error" in message:
             error = message["error"]
-            if not (isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str)):
+            if not (isinstance(error, dict) and isinstance(error.get("code"), int)
+                    and isinstance(error.get("message"), str)):
                 return "error needs an integer code and a string message"
         if "method" in message:
             return "a server request: this server has no reason to send one"
         return None
-    if isinstance(message.get("method"), str) and "result" not in message and "error" not in message:
+    if (isinstance(message.get("method"), str) and "result" not in message
+            and "error" not in message):
         return None  # a notification
     return "neither a response nor a notification"
 
@@ -214,16 +236,18 @@ def id_key(request_id):
 
 
 class RawServer:
-    """One hard_server subprocess. Every stdout line is checked by shape (see `problems`) and queued parsed;
-    stderr is drained by a thread (a full stderr pipe would block the server) and kept in `stderr`."""
+    """One hard_server subprocess. Every stdout line is checked by shape (see `problems`) and
+    queued parsed; stderr is drained by a thread (a full stderr pipe would block the server) and
+    kept in `stderr`."""
 
     def __init__(self, *args, initialize=True):
-        self.proc = subprocess.Popen(COMMAND + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+        self.proc = subprocess.Popen(COMMAND + list(args), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
         self.messages, self.problems, self.stdout_lines = queue.Queue(), [], 0
         self.stderr = collections.deque(maxlen=400)
         self.sync_count = 0
-        self.reading = threading.Event()  # clear it to stop reading stdout (a slow reader); set it to go on
+        # clear it to stop reading stdout (a slow reader); set it to go on
+        self.reading = threading.Event()
         self.reading.set()
         self.threads = [threading.Thread(target=self._read_stdout, daemon=True),
                         threading.Thread(target=self._read_stderr, daemon=True)]
@@ -235,7 +259,8 @@ class RawServer:
             self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _read_stdout(self):
-        stdout = io.BufferedReader(self.proc.stdout, 1 << 16)  # a raw pipe's readline reads byte by byte
+        # a raw pipe's readline reads byte by byte
+        stdout = io.BufferedReader(self.proc.stdout, 1 << 16)
         for line in iter(stdout.readline, b""):
             self.reading.wait()
             self.stdout_lines += 1
@@ -254,7 +279,8 @@ class RawServer:
         return "\n".join(list(self.stderr)[-n:])
 
     def send(self, data):
-        """A dict is encoded as one line; bytes are written exactly as given (add the newline yourself)."""
+        """A dict is encoded as one line; bytes are written exactly as given (add the newline
+        yourself)."""
         if isinstance(data, dict):
             data = (json.dumps(data) + "\n").encode()
         self.proc.stdin.write(data)
@@ -264,7 +290,8 @@ class RawServer:
         try:
             return self.messages.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"no message from the server within {timeout} s; alive: {self.proc.poll() is None}; "
+            raise TimeoutError(f"no message from the server within {timeout} s; "
+                               f"alive: {self.proc.poll() is None}; "
                                f"stderr tail:\n{self.stderr_tail()}") from None
 
     def request(self, message, timeout=10.0):
@@ -275,8 +302,9 @@ class RawServer:
         return reply
 
     def exchange(self, data, timeout=10.0, wait_for_ids=()):
-        """Send `data` (bytes, or a list of dicts/bytes), then a ping; return every message that arrives
-        before the ping's answer (and before the answers to `wait_for_ids`, if they come later)."""
+        """Send `data` (bytes, or a list of dicts/bytes), then a ping; return every message that
+        arrives before the ping's answer (and before the answers to `wait_for_ids`, if they come
+        later)."""
         for item in data if isinstance(data, list) else [data]:
             self.send(item)
         self.sync_count += 1
@@ -286,7 +314,8 @@ class RawServer:
         deadline = time.monotonic() + timeout
         while waiting:
             message = self.recv(max(0.01, deadline - time.monotonic()))
-            assert message is not None, f"the server closed stdout; stderr tail:\n{self.stderr_tail()}"
+            assert message is not None, (
+                f"the server closed stdout; stderr tail:\n{self.stderr_tail()}")
             if message.get("id") == sync_id and isinstance(message.get("id"), str):
                 assert message.get("result") == {}, message
                 waiting.discard(id_key(sync_id))
@@ -301,7 +330,8 @@ class RawServer:
         return self.proc.poll() is None and self.exchange([], timeout=5.0) == []
 
     def close(self, timeout=10.0):
-        """Close stdin, wait for the exit; the exit code (kills the server and raises if it does not exit)."""
+        """Close stdin, wait for the exit; the exit code (kills the server and raises if it does not
+        exit)."""
         try:
             self.proc.stdin.close()
         except OSError:
@@ -311,8 +341,8 @@ class RawServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise TimeoutError(f"the server did not exit within {timeout} s of stdin closing; stderr tail:\n"
-                               f"{self.stderr_tail()}") from None
+            raise TimeoutError(f"the server did not exit within {timeout} s of stdin closing; "
+                               f"stderr tail:\n{self.stderr_tail()}") from None
         for thread in self.threads:
             thread.join(5)
         return code
@@ -337,7 +367,8 @@ def rss_kib(pid):
 
 
 def reaped(pid):
-    """True when the process is gone for good: no /proc entry, so not running and not a zombie either."""
+    """True when the process is gone for good: no /proc entry, so not running and not a zombie
+    either."""
     return not pathlib.Path(f"/proc/{pid}").exists()
 
 

@@ -1,6 +1,7 @@
 """Faults: stdin closing under load, hanging tools, a server that crashes, never starts, or writes
 garbage, tools that misbehave, and a client that stops reading. The server never loses a reply it
-owes and never corrupts stdout; mcp_min.Client fails fast, says what happened, and reaps the process."""
+owes and never corrupts stdout; mcp_min.Client fails fast, says what happened, and reaps the
+process."""
 import asyncio, collections, json, os, signal, threading, time
 
 import pytest
@@ -29,7 +30,8 @@ def test_stdin_closed_with_1000_requests_in_flight():
     """Every request read before EOF is answered, then the server exits 0."""
     server = RawServer()
     try:
-        kinds = [lambda i: call(i, "sleep", {"seconds": 0.2}), lambda i: call(i, "echo", {"text": f"t{i}"}),
+        kinds = [lambda i: call(i, "sleep", {"seconds": 0.2}),
+                 lambda i: call(i, "echo", {"text": f"t{i}"}),
                  lambda i: line({"jsonrpc": "2.0", "id": i, "method": "ping"}),
                  lambda i: call(i, "sleep_sync", {"seconds": 0.001})]
         server.send(b"".join(kinds[i % 4](i) for i in range(1000)))
@@ -50,17 +52,20 @@ def test_stdin_closed_with_1000_requests_in_flight():
 def test_hanging_tool_times_out_is_cancelled_and_the_server_stays_usable():
     async def main():
         trace = []
-        async with Client(COMMAND, trace=lambda direction, text: trace.append((direction, text)), timeout=10) as client:
+        async with Client(COMMAND, trace=lambda direction, text: trace.append((direction, text)),
+                          timeout=10) as client:
             started = time.monotonic()
             with pytest.raises(TimeoutError) as caught:
                 await client.call_tool("hang", timeout=0.5)
-            assert 0.5 <= time.monotonic() - started < 5  # its own timeout, not the client-wide 10 s
+            # its own timeout, not the client-wide 10 s
+            assert 0.5 <= time.monotonic() - started < 5
             assert "no answer within 0.5" in str(caught.value) and "cancel" in str(caught.value)
             sent = [json.loads(text) for direction, text in trace if direction == "→"]
             hang_id = next(m["id"] for m in sent if m.get("params", {}).get("name") == "hang")
             cancels = [m for m in sent if m.get("method") == "notifications/cancelled"]
             assert [m["params"]["requestId"] for m in cancels] == [hang_id]
-            assert await eventually(lambda: any("hang was cancelled" in line for line in client.stderr_tail))
+            assert await eventually(
+                lambda: any("hang was cancelled" in line for line in client.stderr_tail))
             assert text(await client.call_tool("echo", {"text": "after"})) == "after"
             assert text(await client.call_tool("echo_async", {"text": "after"})) == "after"
             # No late answer for the cancelled request turned up.
@@ -69,7 +74,8 @@ def test_hanging_tool_times_out_is_cancelled_and_the_server_stays_usable():
 
 
 def test_timeout_message_names_the_tool():
-    """'tools/call: no answer within 0.5 s' does not say which of many concurrent calls timed out."""
+    """'tools/call: no answer within 0.5 s' does not say which of many concurrent calls timed
+    out."""
     async def main():
         async with Client(COMMAND, timeout=10) as client:
             with pytest.raises(TimeoutError) as caught:
@@ -83,17 +89,19 @@ def test_cooperative_sync_tool_stops_when_cancelled():
         async with Client(COMMAND, timeout=10) as client:
             with pytest.raises(TimeoutError):
                 await client.call_tool("hang_sync_coop", timeout=0.3)
-            assert await eventually(lambda: any("saw the cancel" in line for line in client.stderr_tail))
+            assert await eventually(
+                lambda: any("saw the cancel" in line for line in client.stderr_tail))
             assert text(await client.call_tool("echo", {"text": "ok"})) == "ok"
     asyncio.run(main())
 
 
 def test_hung_sync_tools_do_not_starve_other_sync_tools():
-    """40 sync tools stuck for good (timed out and cancelled by the client) must not leave every later
-    sync tool waiting for a free worker thread."""
+    """40 sync tools stuck for good (timed out and cancelled by the client) must not leave every
+    later sync tool waiting for a free worker thread."""
     async def main():
         async with Client(COMMAND, timeout=10) as client:
-            results = await asyncio.gather(*(client.call_tool("hang_sync", timeout=0.5) for _ in range(40)),
+            results = await asyncio.gather(*(client.call_tool("hang_sync", timeout=0.5)
+                                             for _ in range(40)),
                                            return_exceptions=True)
             assert all(isinstance(r, TimeoutError) for r in results), results
             assert text(await client.call_tool("echo_async", {"text": "async ok"})) == "async ok"
@@ -108,7 +116,8 @@ def test_server_exits_on_eof_even_with_a_hung_sync_tool_cancelled():
     try:
         server.send(call(1, "hang_sync", {}))
         time.sleep(0.3)
-        server.send(line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}))
+        server.send(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": 1}}))
         assert server.alive()
         assert server.close(3) == 0
         assert server.problems == []
@@ -127,7 +136,8 @@ def test_server_crashes_mid_call():
     async def main():
         client = Client(COMMAND, timeout=30)
         async with client:
-            others = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": 20.0})) for _ in range(5)]
+            others = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": 20.0}))
+                      for _ in range(5)]
             await asyncio.sleep(0.1)
             started = time.monotonic()
             with pytest.raises(ConnectionError) as caught:
@@ -201,7 +211,8 @@ def test_server_floods_stdout_with_garbage():
 
 
 def test_server_never_answers():
-    """A server that never reads stdin: bounded by the client's timeouts, then the process is stopped."""
+    """A server that never reads stdin: bounded by the client's timeouts, then the process is
+    stopped."""
     message = start_fails("hang-at-start", TimeoutError, 1 + 0.5 + 7, timeout=1, probe_timeout=0.5)
     assert "no answer within" in message, message
     assert "hang-at-start mode, never answering" in message, message  # the stderr tail says why
@@ -228,8 +239,8 @@ def test_server_floods_stderr():
 
 
 def test_client_closed_while_calls_wait():
-    """Leaving `async with` while calls still wait (one on a tool that never ends) fails them at once;
-    none is left waiting for its 60 s timeout."""
+    """Leaving `async with` while calls still wait (one on a tool that never ends) fails them at
+    once; none is left waiting for its 60 s timeout."""
     async def main():
         async with Client(COMMAND) as client:
             waiting = [asyncio.ensure_future(client.call_tool("hang")),
@@ -262,7 +273,8 @@ def test_tool_writing_to_stdout_cannot_corrupt_the_stream():
 
 @pytest.mark.parametrize("kind", ["nan", "datetime", "set", "deep"])
 def test_result_json_cannot_encode_still_gets_one_answer(kind):
-    """A tool result holding NaN, a datetime, a set, or nesting too deep: one error answer, not silence."""
+    """A tool result holding NaN, a datetime, a set, or nesting too deep: one error answer, not
+    silence."""
     server = RawServer()
     try:
         got = server.exchange([call(1, "bad_result", {"kind": kind})], timeout=3, wait_for_ids=[1])
@@ -288,8 +300,8 @@ def test_tool_raising_systemexit_is_a_tool_error():
 
 
 def test_result_over_the_message_limit():
-    """A result larger than MAX_MESSAGE_BYTES: that one call fails, saying so; the connection lives on.
-    (The client refuses lines over MAX_MESSAGE_BYTES, so the server must not send one.)"""
+    """A result larger than MAX_MESSAGE_BYTES: that one call fails, saying so; the connection lives
+    on. (The client refuses lines over MAX_MESSAGE_BYTES, so the server must not send one.)"""
     async def main():
         async with Client(COMMAND, timeout=20) as client:
             size = mcp_min.MAX_MESSAGE_BYTES + 1000
@@ -307,8 +319,8 @@ def test_result_over_the_message_limit():
 # --- a client that stops reading ---
 
 def slow_reader(server, count, size, stall):
-    """Send `count` calls of `size`-byte results without reading stdout for `stall` seconds, then read
-    everything. Returns (baseline RSS, peak RSS) of the server in KiB."""
+    """Send `count` calls of `size`-byte results without reading stdout for `stall` seconds, then
+    read everything. Returns (baseline RSS, peak RSS) of the server in KiB."""
     pid = server.proc.pid
     assert server.exchange([call("warm", "big", {"size": size})], wait_for_ids=["warm"])
     baseline, peak, done = rss_kib(pid), [0], threading.Event()
@@ -323,7 +335,9 @@ def slow_reader(server, count, size, stall):
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     server.reading.clear()
-    writer = threading.Thread(target=server.send, args=(b"".join(call(i, "big", {"size": size}) for i in range(count)),),
+    writer = threading.Thread(target=server.send,
+                              args=(b"".join(call(i, "big", {"size": size})
+                                             for i in range(count)),),
                               daemon=True)
     writer.start()
     time.sleep(stall)
@@ -341,15 +355,18 @@ def slow_reader(server, count, size, stall):
     return baseline, stalled_peak, peak[0]
 
 
-@pytest.mark.parametrize("count, size", [(8_000, 64_000), (300, 1_000_000)], ids=["64kB-answers", "1MB-answers"])
+@pytest.mark.parametrize("count, size", [(8_000, 64_000), (300, 1_000_000)],
+                         ids=["64kB-answers", "1MB-answers"])
 def test_slow_reader_server_memory_stays_bounded(count, size):
-    """Half a GB of 64 kB answers, or 300 answers of 1 MB, to a client that reads nothing for 2 s: the
-    server stops reading requests instead of buffering answers (it lets answers out every 16 lines, so
-    its 1 MiB write-buffer check sees them); its RSS stays within +100 MB; then all are answered."""
+    """Half a GB of 64 kB answers, or 300 answers of 1 MB, to a client that reads nothing for 2 s:
+    the server stops reading requests instead of buffering answers (it lets answers out every 16
+    lines, so its 1 MiB write-buffer check sees them); its RSS stays within +100 MB; then all are
+    answered."""
     server = RawServer()
     try:
         baseline, stalled, peak = slow_reader(server, count, size, stall=2)
-        assert stalled - baseline < 100_000, f"RSS grew {(stalled - baseline) / 1024:.0f} MiB while stalled"
+        assert stalled - baseline < 100_000, (
+            f"RSS grew {(stalled - baseline) / 1024:.0f} MiB while stalled")
         assert peak - baseline < 100_000, f"RSS grew {(peak - baseline) / 1024:.0f} MiB"
         assert server.close() == 0 and server.problems == []
     finally:

@@ -21,13 +21,15 @@ SEED = int(os.environ.get("HARD_FUZZ_SEED", "20260728"))
 MESSAGES, BATCH = 3_000, 50
 
 LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-ODD_CHARS = ["\u2028", "\u2029", "\x00", "\x01", "\x1f", "\x7f", "\n", "\r", "\t", "\"", "\\", "/", "\ufeff",
-             "\U0001F600", "é", "中", "\u0301", "\uffff", "{", "}", "[", "]", ":", ","]
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {}}
+ODD_CHARS = ["\u2028", "\u2029", "\x00", "\x01", "\x1f", "\x7f", "\n", "\r", "\t", "\"", "\\", "/",
+             "\ufeff", "\U0001F600", "é", "中", "\u0301", "\uffff", "{", "}", "[", "]", ":", ","]
 SURROGATES = ["\ud800", "\udfff", "\udc80"]  # lone: JSON can escape them, UTF-8 cannot carry them
 HUGE = "<a 5,000-digit integer>"  # json cannot even hold it in Python: encode() writes its digits
-ODD_BYTES = [b"\x00", b"\r", b"\xff", b"\xfe", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x80\xa8", b"\\", b'"', b"{", b"}",
-             b"[", b"]", b",", b":", b" ", b"\t", b"NaN", b"Infinity", b"-", b"1e400", b"null", b"\x1b[0m"]
+ODD_BYTES = [b"\x00", b"\r", b"\xff", b"\xfe", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x80\xa8", b"\\",
+             b'"', b"{", b"}", b"[", b"]", b",", b":", b" ", b"\t", b"NaN", b"Infinity", b"-",
+             b"1e400", b"null", b"\x1b[0m"]
 
 
 class Fuzzer:
@@ -45,7 +47,8 @@ class Fuzzer:
             r = rng.random()
             out.append(rng.choice(SURROGATES) if r < 0.003 else rng.choice(ODD_CHARS) if r < 0.2
                        else chr(rng.randint(0x20, 0x7e)) if r < 0.7
-                       else chr(rng.randint(0xa0, 0xd7ff)) if r < 0.9 else chr(rng.randint(0xe000, 0x10ffff)))
+                       else chr(rng.randint(0xa0, 0xd7ff)) if r < 0.9
+                       else chr(rng.randint(0xe000, 0x10ffff)))
         return "".join(out)
 
     def value(self, depth=0):
@@ -55,8 +58,9 @@ class Fuzzer:
         if depth > 3 or r < 0.45:
             if rng.random() < 0.03:
                 return rng.choice([float("nan"), float("inf"), -float("inf")])
-            return rng.choice([None, True, False, 0, -1, 1, 2 ** 31, 2 ** 63, -2 ** 64, 10 ** 40, 1.5, -0.0, 1e308,
-                               self.text(), "", rng.randint(-1000, 1000), rng.random()])
+            return rng.choice([None, True, False, 0, -1, 1, 2 ** 31, 2 ** 63, -2 ** 64, 10 ** 40,
+                               1.5, -0.0, 1e308, self.text(), "", rng.randint(-1000, 1000),
+                               rng.random()])
         if r < 0.7:
             return [self.value(depth + 1) for _ in range(rng.randint(0, 4))]
         return {self.text(8): self.value(depth + 1) for _ in range(rng.randint(0, 4))}
@@ -72,27 +76,36 @@ class Fuzzer:
         if kind == 1:
             return req("tools/list")
         if kind in (2, 3):
-            return req("tools/call", {"name": rng.choice(["echo", "echo_async"]), "arguments": {"text": self.text()}})
+            return req("tools/call", {"name": rng.choice(["echo", "echo_async"]),
+                                      "arguments": {"text": self.text()}})
         if kind == 4:
-            return req("tools/call", {"name": "add", "arguments": {"a": rng.randint(-10 ** 9, 10 ** 9), "b": rng.randint(-9, 9)}})
+            return req("tools/call", {"name": "add",
+                                      "arguments": {"a": rng.randint(-10 ** 9, 10 ** 9),
+                                                    "b": rng.randint(-9, 9)}})
         if kind == 5:
             return req("logging/setLevel", {"level": rng.choice(LEVELS)})
         if kind == 6:
-            return req("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}})
+            return req("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "f", "version": "1"}})
         if kind == 7:
             return req("server/discover", {"_meta": dict(MODERN)})
         if kind == 8:
-            return req("tools/call", {"name": "echo_async", "arguments": {"text": self.text()}, "_meta": dict(MODERN)})
+            return req("tools/call", {"name": "echo_async", "arguments": {"text": self.text()},
+                                      "_meta": dict(MODERN)})
         if kind == 9:
-            return req("tools/list", {"_meta": {**MODERN, "io.modelcontextprotocol/logLevel": rng.choice(LEVELS)}})
+            return req("tools/list", {"_meta": {
+                **MODERN, "io.modelcontextprotocol/logLevel": rng.choice(LEVELS)}})
         if kind == 10:
-            return req(rng.choice(["resources/list", "prompts/get", "completion/complete", "tools/nope", ""]))
+            return req(rng.choice(["resources/list", "prompts/get", "completion/complete",
+                                   "tools/nope", ""]))
         if kind == 11:
             return {"jsonrpc": "2.0", "method": "notifications/initialized"}
         if kind == 12:  # never the id of a request we sent: that one would rightly go unanswered
-            return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": f"gone-{i}", "reason": self.text()}}
+            return {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": f"gone-{i}", "reason": self.text()}}
         if kind == 13:
-            return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": i, "progress": 1}}
+            return {"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": i, "progress": 1}}
         return {"jsonrpc": "2.0", "id": i, "result": {}} if rng.random() < 0.5 else \
             {"jsonrpc": "2.0", "id": i, "error": {"code": -32000, "message": self.text()}}
 
@@ -102,13 +115,16 @@ class Fuzzer:
             r = rng.randrange(11)
             if r == 0:  # an id of another type, or an odd valid one (made unique)
                 self.count += 1
-                message["id"] = rng.choice([None, 1.5, 2.0, True, False, {}, [], [1], {"id": 1}, float("nan"),
-                                            -self.count, f"{self.count}\u2028{self.text(3)}", f"{self.count}{self.text(5)}", f"{self.count}\udc80",
+                message["id"] = rng.choice([None, 1.5, 2.0, True, False, {}, [], [1], {"id": 1},
+                                            float("nan"), -self.count,
+                                            f"{self.count}\u2028{self.text(3)}",
+                                            f"{self.count}{self.text(5)}", f"{self.count}\udc80",
                                             10 ** 30 + self.count, HUGE])
             elif r == 1:
                 message.pop("id", None)
             elif r == 2:
-                message["jsonrpc"] = rng.choice([None, "1.0", 2.0, 2, "", "2.0 ", "2.00"]) if rng.random() < 0.8 else message.pop("jsonrpc", None)
+                message["jsonrpc"] = (rng.choice([None, "1.0", 2.0, 2, "", "2.0 ", "2.00"])
+                                      if rng.random() < 0.8 else message.pop("jsonrpc", None))
             elif r == 3:
                 message["method"] = self.value() if rng.random() < 0.5 else self.text()
             elif r == 4:
@@ -136,11 +152,13 @@ class Fuzzer:
         return message
 
     def encode(self, message):
-        """JSON text of a message, as this fuzzer likes it today (NaN allowed; surrogates as escapes or raw)."""
+        """JSON text of a message, as this fuzzer likes it today (NaN allowed; surrogates as
+        escapes or raw)."""
         try:
             text = json.dumps(message, ensure_ascii=self.rng.random() < 0.5)
         except (ValueError, RecursionError):
-            text = "{\"jsonrpc\": \"2.0\", \"id\": 1, " + self.text()  # unencodable: a broken line instead
+            # unencodable: a broken line instead
+            text = "{\"jsonrpc\": \"2.0\", \"id\": 1, " + self.text()
         return text.replace(json.dumps(HUGE), "9" * 5000).encode("utf-8", "surrogatepass")
 
     def mutate_bytes(self, data):
@@ -165,7 +183,8 @@ class Fuzzer:
         return data
 
     def line(self):
-        """The bytes of one outgoing message, newline included (a byte mutation may add more newlines)."""
+        """The bytes of one outgoing message, newline included (a byte mutation may add more
+        newlines)."""
         rng = self.rng
         r = rng.random()
         if r < 0.25:
@@ -173,7 +192,8 @@ class Fuzzer:
         elif r < 0.6:
             data = self.encode(self.mutate_fields(self.valid()))
         elif r < 0.85:
-            data = self.mutate_bytes(self.encode(self.valid() if rng.random() < 0.7 else self.mutate_fields(self.valid())))
+            data = self.mutate_bytes(self.encode(
+                self.valid() if rng.random() < 0.7 else self.mutate_fields(self.valid())))
         elif r < 0.95:
             data = self.encode(self.value())
         else:
@@ -182,10 +202,10 @@ class Fuzzer:
 
 
 def expect(line):
-    """What the server owes for one line (without its newline): ("id", key) for a request with a valid
-    id, "null" for an error it cannot tie to an id, "none" for a notification or a response; and
-    ("id|null", key) or "none|null" when JSON leaves it open (a number too large for a double: a
-    server may refuse the whole line)."""
+    """What the server owes for one line (without its newline): ("id", key) for a request with a
+    valid id, "null" for an error it cannot tie to an id, "none" for a notification or a response;
+    and ("id|null", key) or "none|null" when JSON leaves it open (a number too large for a double:
+    a server may refuse the whole line)."""
     if len(line) > mcp_min.MAX_MESSAGE_BYTES:
         return "null"
     overflow = []
@@ -201,7 +221,8 @@ def expect(line):
     try:
         message = json.loads(line.decode("utf-8"), parse_constant=constant, parse_float=number)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return "null"  # also an integer over Python's 4,300 digits: a limit of the parser, not of JSON
+        # also an integer over Python's 4,300 digits: a limit of the parser, not of JSON
+        return "null"
     if not isinstance(message, dict):
         return "null"
     if "method" not in message and ("result" in message or "error" in message) \
@@ -210,13 +231,15 @@ def expect(line):
     if "id" not in message:
         return "null"
     request_id = message["id"]
-    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+    if isinstance(request_id, str) or (isinstance(request_id, int)
+                                       and not isinstance(request_id, bool)):
         return ("id|null", id_key(request_id)) if overflow else ("id", id_key(request_id))
     return "null"
 
 
 def run_batch(server, blob, number):
-    """Send one batch; wait for every answer it is owed plus a ping; check them. Returns the line count."""
+    """Send one batch; wait for every answer it is owed plus a ping; check them. Returns the line
+    count."""
     lines = blob.split(b"\n")[:-1]
     owed, optional, nulls_min, nulls_max = collections.Counter(), collections.Counter(), 0, 0
     for line in lines:
@@ -256,7 +279,8 @@ def run_batch(server, blob, number):
     except (TimeoutError, BrokenPipeError) as e:
         missing = {k: n - got.get(k, 0) for k, n in owed.items() if got.get(k, 0) < n}
         raise report([f"{type(e).__name__}; still unanswered: {missing}"]) from None
-    unexplained = {k: n for k, n in got.items() if n != owed.get(k, 0) and not (k in optional and n <= optional[k])}
+    unexplained = {k: n for k, n in got.items()
+                   if n != owed.get(k, 0) and not (k in optional and n <= optional[k])}
     missing = {k: n for k, n in owed.items() if got.get(k, 0) != n}
     problems = []
     if unexplained or missing:
@@ -280,7 +304,8 @@ def test_fuzz_one_live_server(request):
             blob = b"".join(fuzzer.line() for _ in range(BATCH))
             lines += run_batch(server, blob, number)
             sent += BATCH
-            assert server.proc.poll() is None, f"the server died in batch {number}:\n{server.stderr_tail()}"
+            assert server.proc.poll() is None, (
+                f"the server died in batch {number}:\n{server.stderr_tail()}")
         assert server.alive()
         assert server.close() == 0, server.stderr_tail()
         assert server.problems == []

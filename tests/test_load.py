@@ -1,5 +1,5 @@
-"""Load: many calls at once, several clients at once; nothing is lost, the server's memory stays flat.
-`pytest --soak` runs 20x more calls and rounds."""
+"""Load: many calls at once, several clients at once; nothing is lost, the server's memory stays
+flat. `pytest --soak` runs 20x more calls and rounds."""
 import asyncio
 
 from hard_server import COMMAND, mcp_min, rss_kib
@@ -12,7 +12,8 @@ def scale(request):
 
 
 def one_call(client, i):
-    """Call number i: a mix of sync and async tools and tools/list, each with an answer we can check."""
+    """Call number i: a mix of sync and async tools and tools/list, each with an answer we can
+    check."""
     kind = i % 4
     if kind == 0:
         return client.call_tool("echo", {"text": f"sync {i} \u2028 é"}), f"sync {i} \u2028 é"
@@ -31,7 +32,8 @@ async def calls_in_flight(client, count, offset=0):
         if expected is None:
             assert "echo" in [tool["name"] for tool in result]
         else:
-            assert result["isError"] is False and result["content"][0]["text"] == expected, (expected, result)
+            assert (result["isError"] is False
+                    and result["content"][0]["text"] == expected), (expected, result)
     return len(results)
 
 
@@ -41,8 +43,10 @@ def test_four_clients_at_once_each_with_its_own_server(request):
     async def one_client(k):
         async with Client(COMMAND, timeout=120) as client:
             done = 0
-            for start in range(0, calls, 250):  # 250 in flight at a time, so the four clients interleave
-                done += await calls_in_flight(client, min(250, calls - start), offset=k * calls + start)
+            # 250 in flight at a time, so the four clients interleave
+            for start in range(0, calls, 250):
+                done += await calls_in_flight(client, min(250, calls - start),
+                                              offset=k * calls + start)
             return done
 
     async def main():
@@ -58,7 +62,8 @@ def test_one_client_1000_calls_in_flight_and_memory_stays_flat(request):
     async def main():
         async with Client(COMMAND, timeout=120) as client:
             pid = client.process.pid
-            for warm_up in range(2):  # first rounds: thread pool, caches and allocator arenas settle
+            # first rounds: thread pool, caches and allocator arenas settle
+            for warm_up in range(2):
                 assert await calls_in_flight(client, 1000, offset=warm_up * 1000) == 1000
             before = rss_kib(pid)
             for number in range(rounds):
@@ -66,4 +71,5 @@ def test_one_client_1000_calls_in_flight_and_memory_stays_flat(request):
             after = rss_kib(pid)
             return before, after
     before, after = asyncio.run(main())
-    assert after - before < 4 * 1024, f"server RSS grew from {before} KiB to {after} KiB over {rounds} rounds"
+    assert after - before < 4 * 1024, (
+        f"server RSS grew from {before} KiB to {after} KiB over {rounds} rounds")

@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_min import Context, Server, ToolResult, describe_tool, to_call_result, validate  # noqa: E402
+from mcp_min import (  # noqa: E402
+    Context, Server, ToolResult, describe_tool, to_call_result, validate)
 
 NO_PARAMS = {"type": "object", "additionalProperties": False}
 
@@ -44,11 +45,13 @@ HINTS = [
     (list[list[float]], {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}),
     (dict, {"type": "object"}),
     (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
-    (dict[str, list[str]], {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}),
+    (dict[str, list[str]],
+     {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}),
     (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
     (Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),
     (typing.Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
-    (list[str] | None, {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}),
+    (list[str] | None, {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                                  {"type": "null"}]}),
     (Literal["fast", "exact"], {"enum": ["fast", "exact"]}),
     (Literal[1, 2, 3], {"enum": [1, 2, 3]}),
     (Literal["a"] | None, {"anyOf": [{"enum": ["a"]}, {"type": "null"}]}),
@@ -61,7 +64,8 @@ def test_schema_for_every_supported_hint(hint, expected):
     assert schema_of(hint) == expected
 
 
-@pytest.mark.parametrize("hint", [bytes, set[int], tuple[int, int], object, complex, type("Custom", (), {})])
+@pytest.mark.parametrize("hint", [bytes, set[int], tuple[int, int], object, complex,
+                                  type("Custom", (), {})])
 def test_unsupported_hint_is_a_type_error_at_decoration(hint):
     with pytest.raises(TypeError, match="'x'"):
         schema_of(hint)
@@ -103,10 +107,12 @@ def test_keyword_only_parameters_and_no_required_list_when_all_have_defaults():
         return ""
 
     definition, _ = describe_tool(tool)
-    assert definition["inputSchema"] == {"type": "object", "properties": {"a": {"type": "integer", "default": 1},
-                                                                         "b": {"type": "string", "default": "x"}},
+    assert definition["inputSchema"] == {"type": "object",
+                                         "properties": {"a": {"type": "integer", "default": 1},
+                                                        "b": {"type": "string", "default": "x"}},
                                          "additionalProperties": False}
-    assert "required" not in definition["inputSchema"]  # an empty "required" is allowed but pointless
+    # an empty "required" is allowed but pointless
+    assert "required" not in definition["inputSchema"]
 
 
 def test_no_parameter_tool_gets_exactly_the_spec_schema():
@@ -130,7 +136,8 @@ def test_context_is_excluded_from_the_schema_wherever_it_is():
     definition, context_param = describe_tool(middle)
     assert context_param == "ctx"
     assert definition["inputSchema"] == {"type": "object",
-                                         "properties": {"a": {"type": "integer"}, "b": {"type": "string", "default": "x"}},
+                                         "properties": {"a": {"type": "integer"},
+                                                        "b": {"type": "string", "default": "x"}},
                                          "required": ["a"], "additionalProperties": False}
 
 
@@ -160,8 +167,9 @@ def test_string_annotations_are_resolved():
 
     definition, _ = describe_tool(tool)
     assert definition["inputSchema"]["properties"] == {
-        "a": {"type": "integer"}, "b": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
-                                        "default": None}}
+        "a": {"type": "integer"},
+        "b": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+              "default": None}}
     assert definition["outputSchema"] == {"type": "object"}
 
 
@@ -169,23 +177,29 @@ def test_name_title_annotations_and_output_schema_overrides():
     def tool(a: int) -> str:
         return ""
 
-    definition, _ = describe_tool(tool, name="renamed", title="A Title", annotations={"readOnlyHint": True},
-                                  output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+    definition, _ = describe_tool(tool, name="renamed", title="A Title",
+                                  annotations={"readOnlyHint": True},
+                                  output_schema={"type": "object",
+                                                 "properties": {"n": {"type": "integer"}}})
     assert definition == {"name": "renamed", "title": "A Title", "description": "",
-                          "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}},
+                          "inputSchema": {"type": "object",
+                                          "properties": {"a": {"type": "integer"}},
                                           "required": ["a"], "additionalProperties": False},
                           "annotations": {"readOnlyHint": True},
-                          "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+                          "outputSchema": {"type": "object",
+                                           "properties": {"n": {"type": "integer"}}}}
 
 
-@pytest.mark.parametrize("returns,declared", [(dict, True), (dict[str, int], True), (str, False), (int, False),
-                                              (list, False), (None, False), (typing.Any, False)])
+@pytest.mark.parametrize("returns,declared", [(dict, True), (dict[str, int], True), (str, False),
+                                              (int, False), (list, False), (None, False),
+                                              (typing.Any, False)])
 def test_output_schema_is_declared_only_for_dict_returns(returns, declared):
     def tool() -> None: ...
     tool.__annotations__ = {"return": returns}
     definition, _ = describe_tool(tool)
     if declared:
-        assert definition["outputSchema"] == {"type": "object"}  # an object schema: what both SDK clients accept
+        # an object schema: what both SDK clients accept
+        assert definition["outputSchema"] == {"type": "object"}
     else:
         assert "outputSchema" not in definition
 
@@ -225,7 +239,8 @@ ACCEPTED = [
     ({"type": "array", "items": {"type": "integer"}}, [], []),
     ({"type": "array", "items": {"type": "integer"}}, [1, 2.0], [1, 2]),
     ({"type": "object"}, {"any": ["thing"]}, {"any": ["thing"]}),
-    ({"type": "object", "additionalProperties": {"type": "integer"}}, {"a": 1, "b": 2.0}, {"a": 1, "b": 2}),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, {"a": 1, "b": 2.0},
+     {"a": 1, "b": 2}),
     ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, None, None),
     ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, 3, 3),
     ({"enum": ["fast", "exact"]}, "exact", "exact"),
@@ -233,7 +248,8 @@ ACCEPTED = [
 ]
 
 
-@pytest.mark.parametrize("schema,value,expected", ACCEPTED, ids=[f"{s}-{v!r}" for s, v, _ in ACCEPTED])
+@pytest.mark.parametrize("schema,value,expected", ACCEPTED,
+                         ids=[f"{s}-{v!r}" for s, v, _ in ACCEPTED])
 def test_validate_accepts(schema, value, expected):
     result = validate(value, schema)
     assert result == expected and type(result) is type(expected)
@@ -279,8 +295,8 @@ def test_validate_rejects_with_value_error(schema, value):
 
 
 def tool_schema():
-    def tool(name: str, tags: list[str], mode: Literal["fast", "exact"] = "fast", limit: int | None = None,
-             ctx: Context = None) -> str:
+    def tool(name: str, tags: list[str], mode: Literal["fast", "exact"] = "fast",
+             limit: int | None = None, ctx: Context = None) -> str:
         return ""
     return describe_tool(tool)[0]["inputSchema"]
 
@@ -310,13 +326,15 @@ def test_validate_errors_name_what_is_wrong(arguments, names):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=5), children, max_size=4),
     max_leaves=10)
 
 SUBSET_SCHEMAS = [schema for _, schema in HINTS] + [
-    {"type": "null"}, {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-                       "additionalProperties": False}]
+    {"type": "null"}, {"type": "object", "properties": {"a": {"type": "integer"}},
+                       "required": ["a"], "additionalProperties": False}]
 
 
 @settings(max_examples=300, deadline=None)
@@ -389,7 +407,8 @@ CONVERSIONS = [
     ("ToolResult blocks", ToolResult(BLOCKS[:2]), {"content": BLOCKS[:2], "isError": False}),
     ("ToolResult error", ToolResult("fix the date", is_error=True), text("fix the date", True)),
     ("ToolResult structured", ToolResult("2 rows", structured={"rows": 2}),
-     {"content": [{"type": "text", "text": "2 rows"}], "isError": False, "structuredContent": {"rows": 2}}),
+     {"content": [{"type": "text", "text": "2 rows"}], "isError": False,
+      "structuredContent": {"rows": 2}}),
 ]
 
 
@@ -398,7 +417,8 @@ def test_to_call_result(label, value, expected):
     assert to_call_result(value, PLAIN) == expected
 
 
-@pytest.mark.parametrize("value", [[], [1, 2], ["a", "b"], [{"no": "type"}], [BLOCKS[0], "x"], (1, 2)])
+@pytest.mark.parametrize("value", [[], [1, 2], ["a", "b"], [{"no": "type"}], [BLOCKS[0], "x"],
+                                   (1, 2)])
 def test_other_lists_become_one_text_block_of_json(value):
     result = to_call_result(value, PLAIN)
     assert set(result) == {"content", "isError"} and result["isError"] is False
@@ -418,13 +438,16 @@ def test_dict_becomes_structured_content_and_the_same_json_as_text(definition):
 
 
 def test_output_schema_requires_structured_content_on_success():
-    # Spec (server/tools, "Output Schema"): servers MUST provide structured results conforming to it.
+    # Spec (server/tools, "Output Schema"): servers MUST provide structured results conforming to
+    # it.
     for value in ("text", 5, None, BLOCKS[:1]):
         with pytest.raises(TypeError):
             to_call_result(value, WITH_OUTPUT)
     # ... but an error result needs none.
-    assert to_call_result(ToolResult("it broke", is_error=True), WITH_OUTPUT) == text("it broke", True)
-    assert to_call_result(ToolResult("ok", structured={"a": 1}), WITH_OUTPUT)["structuredContent"] == {"a": 1}
+    assert (to_call_result(ToolResult("it broke", is_error=True), WITH_OUTPUT)
+            == text("it broke", True))
+    assert (to_call_result(ToolResult("ok", structured={"a": 1}), WITH_OUTPUT)["structuredContent"]
+            == {"a": 1})
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, {"x": math.nan}, [1, math.inf]])

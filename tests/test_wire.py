@@ -1,4 +1,5 @@
-"""Wire-level tests: raw lines into a real server subprocess (tests/wire_server.py), exact lines out.
+"""Wire-level tests: raw lines into a real server subprocess (tests/wire_server.py), exact lines
+out.
 
 Every stdout line is checked to be one JSON-RPC message on one line (the stdio transport allows
 nothing else on stdout), and responses are matched by id: they arrive in completion order.
@@ -26,17 +27,21 @@ CAPABILITIES = {"tools": {"listChanged": False}, "logging": {}}
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 UNSUPPORTED_VERSION = -32022
 
-# The exact tools/list of tests/wire_server.py: names in registration order, schemas derived from hints.
+# The exact tools/list of tests/wire_server.py: names in registration order, schemas derived
+# from hints.
 TOOLS = [
     {"name": "echo", "title": "Echo", "description": "Return the text unchanged.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
-                     "additionalProperties": False},
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                     "required": ["text"], "additionalProperties": False},
      "annotations": {"readOnlyHint": True}},
     {"name": "add", "description": "Add two integers.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 1}},
+     "inputSchema": {"type": "object",
+                     "properties": {"a": {"type": "integer"},
+                                    "b": {"type": "integer", "default": 1}},
                      "required": ["a"], "additionalProperties": False}},
     {"name": "describe",
-     "description": "Echo the arguments back as structured data, with the Python type each arrived as.",
+     "description": "Echo the arguments back as structured data, with the Python type each"
+                    " arrived as.",
      "inputSchema": {"type": "object", "properties": {
          "name": {"type": "string"},
          "tags": {"type": "array", "items": {"type": "string"}},
@@ -51,28 +56,32 @@ TOOLS = [
     {"name": "nothing", "description": "Do nothing and return nothing.",
      "inputSchema": {"type": "object", "additionalProperties": False}},
     {"name": "slow", "description": "Sleep ms milliseconds in a worker thread, then answer.",
-     "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"],
-                     "additionalProperties": False}},
+     "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}},
+                     "required": ["ms"], "additionalProperties": False}},
     {"name": "count", "description": "Report progress once per step (async).",
-     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}, "required": ["steps"],
-                     "additionalProperties": False}},
-    {"name": "count_sync", "description": "Report progress once per step (sync, from a worker thread).",
-     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}, "required": ["steps"],
-                     "additionalProperties": False}},
+     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}},
+                     "required": ["steps"], "additionalProperties": False}},
+    {"name": "count_sync",
+     "description": "Report progress once per step (sync, from a worker thread).",
+     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}},
+                     "required": ["steps"], "additionalProperties": False}},
     {"name": "fail", "description": "Always raise ValueError(message).",
-     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
-                     "additionalProperties": False}},
-    {"name": "noisy", "description": "Write to stdout three ways (print, sys.__stdout__, fd 1), then answer.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
-                     "additionalProperties": False}},
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}},
+                     "required": ["message"], "additionalProperties": False}},
+    {"name": "noisy",
+     "description": "Write to stdout three ways (print, sys.__stdout__, fd 1), then answer.",
+     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                     "required": ["text"], "additionalProperties": False}},
     {"name": "hang", "description": "Never return (until cancelled).",
      "inputSchema": {"type": "object", "additionalProperties": False}},
-    {"name": "hang_sync", "description": "Block a worker thread until cancelled (it checks ctx.cancelled) or seconds pass.",
-     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"],
-                     "additionalProperties": False}},
+    {"name": "hang_sync",
+     "description": "Block a worker thread until cancelled (it checks ctx.cancelled) or seconds"
+                    " pass.",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}},
+                     "required": ["seconds"], "additionalProperties": False}},
     {"name": "stubborn", "description": "Block a worker thread for seconds, ignoring cancellation.",
-     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"],
-                     "additionalProperties": False}},
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}},
+                     "required": ["seconds"], "additionalProperties": False}},
     {"name": "crash", "description": "Write a last word to stderr and kill the process at once.",
      "inputSchema": {"type": "object", "properties": {"code": {"type": "integer", "default": 3}},
                      "additionalProperties": False}},
@@ -97,7 +106,8 @@ def refuse_constant(name):
 
 
 def check_line(raw):
-    """One stdout line -> the message, after checking it is one valid JSON-RPC message on one line."""
+    """One stdout line -> the message, after checking it is one valid JSON-RPC message on one
+    line."""
     assert raw.endswith(b"\n"), f"a message without its newline: {raw[:200]!r}"
     body = raw[:-1]
     assert b"\n" not in body and b"\r" not in body, f"an embedded line break: {raw[:200]!r}"
@@ -118,9 +128,11 @@ def check_line(raw):
         else:
             error = message["error"]
             assert isinstance(error, dict) and set(error) <= {"code", "message", "data"}, message
-            assert type(error["code"]) is int and isinstance(error["message"], str) and error["message"], message
+            assert (type(error["code"]) is int and isinstance(error["message"], str)
+                    and error["message"]), message
     else:  # a notification; this server sends no requests
-        assert set(message) <= {"jsonrpc", "method", "params"} and isinstance(message["method"], str), message
+        assert (set(message) <= {"jsonrpc", "method", "params"}
+                and isinstance(message["method"], str)), message
         assert isinstance(message.get("params", {}), dict), message
     return message
 
@@ -148,13 +160,16 @@ class Run:
             if response["id"] is None:
                 continue
             key = json.dumps(response["id"])
-            assert key not in found, f"two responses for id {response['id']!r}: {found[key]} and {response}"
+            assert key not in found, (
+                f"two responses for id {response['id']!r}: {found[key]} and {response}")
             found[key] = response
         return {json.loads(key): response for key, response in found.items()}
 
     def response(self, request_id):
-        matches = [r for r in self.responses if r["id"] == request_id and type(r["id"]) is type(request_id)]
-        assert len(matches) == 1, f"expected one response for id {request_id!r}, got {matches}\nstderr: {self.stderr[-2000:]}"
+        matches = [r for r in self.responses
+                   if r["id"] == request_id and type(r["id"]) is type(request_id)]
+        assert len(matches) == 1, (f"expected one response for id {request_id!r}, got {matches}\n"
+                                   f"stderr: {self.stderr[-2000:]}")
         return matches[0]
 
     def result(self, request_id):
@@ -174,9 +189,11 @@ class Run:
 def exchange(messages, *args, timeout=30):
     """Write every message at once, close stdin, and collect everything until the server exits."""
     data = b"".join(to_bytes(m) for m in messages)
-    proc = subprocess.run([*SERVER, *args], input=data, capture_output=True, timeout=timeout, cwd=ROOT)
+    proc = subprocess.run([*SERVER, *args], input=data, capture_output=True, timeout=timeout,
+                          cwd=ROOT)
     run = Run(check_stdout(proc.stdout), proc.stderr.decode("utf-8", "replace"), proc.returncode)
-    assert run.returncode == 0, f"server exited with {run.returncode}; stderr:\n{run.stderr[-3000:]}"
+    assert run.returncode == 0, (
+        f"server exited with {run.returncode}; stderr:\n{run.stderr[-3000:]}")
     return run
 
 
@@ -184,12 +201,13 @@ class Session:
     """A live server for tests that must wait for one answer before sending the next line."""
 
     def __init__(self, *args):
-        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=ROOT)
+        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
         self.incoming, self.messages, self.stderr_chunks = queue.Queue(), [], []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        self.err_reader = threading.Thread(target=lambda: self.stderr_chunks.extend(self.proc.stderr), daemon=True)
+        self.err_reader = threading.Thread(
+            target=lambda: self.stderr_chunks.extend(self.proc.stderr), daemon=True)
         self.err_reader.start()
 
     def _read(self):
@@ -215,7 +233,8 @@ class Session:
         return message
 
     def request(self, message, timeout=10):
-        """Send one request; return its response (notifications on the way are kept in self.messages)."""
+        """Send one request; return its response (notifications on the way are kept in
+        self.messages)."""
         self.send(message)
         while True:
             got = self.next_message(timeout)
@@ -232,14 +251,16 @@ class Session:
         raise AssertionError(f"unexpected message: {got}")
 
     def close(self, timeout=10):
-        """Close stdin; the server must exit by itself. Returns (the rest of its messages, exit code)."""
+        """Close stdin; the server must exit by itself. Returns (the rest of its messages, exit
+        code)."""
         self.proc.stdin.close()
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"the server did not exit within {timeout}s of stdin EOF") from None
+            raise AssertionError(
+                f"the server did not exit within {timeout}s of stdin EOF") from None
         self.reader.join(5)
         self.err_reader.join(5)
         rest = []
@@ -295,8 +316,9 @@ def note(method, params=None):
 
 
 def initialize(request_id="init", version="2025-11-25"):
-    return req(request_id, "initialize", {"protocolVersion": version, "capabilities": {},
-                                          "clientInfo": {"name": "wire-test-client", "version": "0"}})
+    return req(request_id, "initialize",
+               {"protocolVersion": version, "capabilities": {},
+                "clientInfo": {"name": "wire-test-client", "version": "0"}})
 
 
 HANDSHAKE = [initialize(), note("notifications/initialized")]
@@ -329,7 +351,8 @@ def modern_result(result):
 
 
 def assert_tool_error(result, *fragments):
-    """A tool execution error: a normal result, isError true, one text block that says what is wrong."""
+    """A tool execution error: a normal result, isError true, one text block that says what is
+    wrong."""
     assert set(result) == {"content", "isError"}, result
     assert result["isError"] is True, result
     assert len(result["content"]) == 1 and result["content"][0]["type"] == "text", result
@@ -364,7 +387,8 @@ def test_initialize_with_an_unknown_version_answers_the_latest_legacy_version(ve
 def test_initialize_carries_instructions_only_when_set():
     run = exchange([initialize(1)], "--instructions", "Call echo to test the line.")
     assert run.result(1) == {"protocolVersion": "2025-11-25", "capabilities": CAPABILITIES,
-                             "serverInfo": SERVER_INFO, "instructions": "Call echo to test the line."}
+                             "serverInfo": SERVER_INFO,
+                             "instructions": "Call echo to test the line."}
     assert "instructions" not in exchange([initialize(1)]).result(1)
 
 
@@ -377,7 +401,8 @@ def test_initialize_without_a_version_string_is_invalid_params(params):
 
 def test_handshake_sequence_step_by_step(session):
     s = session()
-    assert s.request(req(1, "ping")) == {"jsonrpc": "2.0", "id": 1, "result": {}}  # ping: allowed before init
+    # ping: allowed before init
+    assert s.request(req(1, "ping")) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     before = s.request(req(2, "tools/list"))  # anything else before initialize: an error
     assert set(before) == {"jsonrpc", "id", "error"} and before["id"] == 2, before
     assert s.request(initialize(3)) == {"jsonrpc": "2.0", "id": 3, "result": {
@@ -387,7 +412,8 @@ def test_handshake_sequence_step_by_step(session):
     assert s.request(req(4, "ping")) == {"jsonrpc": "2.0", "id": 4, "result": {}}
     again = s.request(initialize(5))  # a second initialize on the same connection: an error
     assert set(again) == {"jsonrpc", "id", "error"} and again["id"] == 5, again
-    assert s.request(req(6, "tools/list")) == {"jsonrpc": "2.0", "id": 6, "result": {"tools": TOOLS}}
+    assert s.request(req(6, "tools/list")) == {"jsonrpc": "2.0", "id": 6,
+                                               "result": {"tools": TOOLS}}
     rest, code = s.close()
     assert rest == [] and code == 0
 
@@ -408,20 +434,23 @@ def test_logging_set_level_legacy():
 @pytest.mark.parametrize("request_id", [0, -7, 2**53, "abc", "", "ünïcode-id"])
 def test_any_string_or_integer_id_is_echoed_exactly(request_id):
     run = exchange([*HANDSHAKE, req(request_id, "ping")])
-    assert run.messages == [run.response("init"), {"jsonrpc": "2.0", "id": request_id, "result": {}}]
+    assert run.messages == [run.response("init"),
+                            {"jsonrpc": "2.0", "id": request_id, "result": {}}]
 
 
 # --- tools/call (spec: server/tools) ---
 
 SUCCESSES = [
-    ("str", "echo", {"text": "héllo\nworld ☃ \u2028 \"quoted\""}, text_result("héllo\nworld ☃ \u2028 \"quoted\"")),
+    ("str", "echo", {"text": "héllo\nworld ☃ \u2028 \"quoted\""},
+     text_result("héllo\nworld ☃ \u2028 \"quoted\"")),
     ("int", "add", {"a": 2, "b": 3}, text_result("5")),
     ("default", "add", {"a": 2}, text_result("3")),
     ("integral float for int", "add", {"a": 2.0}, text_result("3")),
     ("negative", "add", {"a": -10, "b": 4}, text_result("-6")),
-    ("content blocks", "blocks", {}, {"content": [{"type": "text", "text": "a red dot"},
-                                                  {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}],
-                                      "isError": False}),
+    ("content blocks", "blocks", {},
+     {"content": [{"type": "text", "text": "a red dot"},
+                  {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}],
+      "isError": False}),
     ("None", "nothing", {}, {"content": [], "isError": False}),
     ("arguments omitted", "nothing", None, {"content": [], "isError": False}),
     ("sync", "slow", {"ms": 1}, text_result("slept 1 ms")),
@@ -438,31 +467,37 @@ def describe_structured(args):
 
 
 def assert_structured(result, structured, modern=False):
-    """A dict result: structuredContent, plus the same JSON as one text block for clients that read only content."""
+    """A dict result: structuredContent, plus the same JSON as one text block for clients that
+    read only content."""
     extra = {"resultType", "_meta"} if modern else set()
     assert set(result) == {"content", "isError", "structuredContent"} | extra, result
     assert result["isError"] is False and result["structuredContent"] == structured, result
     assert len(result["content"]) == 1 and set(result["content"][0]) == {"type", "text"}, result
-    assert result["content"][0]["type"] == "text" and json.loads(result["content"][0]["text"]) == structured
+    assert (result["content"][0]["type"] == "text"
+            and json.loads(result["content"][0]["text"]) == structured)
     if modern:
-        assert result["resultType"] == "complete" and result["_meta"] == {META + "serverInfo": SERVER_INFO}
+        assert (result["resultType"] == "complete"
+                and result["_meta"] == {META + "serverInfo": SERVER_INFO})
 
 
 def test_tools_call_dict_result_has_structured_content_and_the_same_json_as_text():
     run = exchange([*HANDSHAKE,
                     call(1, "describe", {"name": "x", "tags": ["a", "b"]}),
-                    call(2, "describe", {"name": "ÿ", "tags": [], "mode": "exact", "limit": 7, "ratio": 0.25,
-                                         "verbose": True}),
+                    call(2, "describe", {"name": "ÿ", "tags": [], "mode": "exact", "limit": 7,
+                                         "ratio": 0.25, "verbose": True}),
                     call(3, "describe", {"name": "n", "tags": ["t"], "limit": None}),
                     req(4, "tools/list")])
-    assert_structured(run.result(1), describe_structured({"name": "x", "tags": ["a", "b"], "mode": "fast",
-                                                          "limit": None, "ratio": 0.5, "verbose": False}))
-    assert_structured(run.result(2), describe_structured({"name": "ÿ", "tags": [], "mode": "exact", "limit": 7,
-                                                          "ratio": 0.25, "verbose": True}))
+    assert_structured(run.result(1),
+                      describe_structured({"name": "x", "tags": ["a", "b"], "mode": "fast",
+                                           "limit": None, "ratio": 0.5, "verbose": False}))
+    assert_structured(run.result(2),
+                      describe_structured({"name": "ÿ", "tags": [], "mode": "exact", "limit": 7,
+                                           "ratio": 0.25, "verbose": True}))
     assert "ÿ" in run.result(2)["content"][0]["text"]  # readable text, not \u escapes
     assert run.result(3)["structuredContent"]["args"]["limit"] is None
     described = next(tool for tool in run.result(4)["tools"] if tool["name"] == "describe")
-    assert described["outputSchema"] == {"type": "object"}  # declared, so structuredContent is mandatory
+    # declared, so structuredContent is mandatory
+    assert described["outputSchema"] == {"type": "object"}
 
 
 def test_an_integer_is_accepted_for_a_float_parameter():
@@ -483,7 +518,8 @@ BAD_ARGUMENTS = [
     ("arguments omitted but required", "add", None, ["a"]),
     ("extra argument", "add", {"a": 1, "c": 2}, ["c"]),
     ("extra argument on a no-parameter tool", "nothing", {"x": 1}, ["x"]),
-    ("literal outside the choices", "describe", {"name": "n", "tags": [], "mode": "slow"}, ["mode"]),
+    ("literal outside the choices", "describe", {"name": "n", "tags": [], "mode": "slow"},
+     ["mode"]),
     ("list item of the wrong type", "describe", {"name": "n", "tags": ["a", 1]}, ["tags"]),
     ("string for a list", "describe", {"name": "n", "tags": "a"}, ["tags"]),
     ("string for int | None", "describe", {"name": "n", "tags": [], "limit": "3"}, ["limit"]),
@@ -494,16 +530,20 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("label,name,arguments,fragments", BAD_ARGUMENTS, ids=[b[0] for b in BAD_ARGUMENTS])
-def test_tools_call_bad_arguments_are_tool_errors_not_protocol_errors(label, name, arguments, fragments):
+@pytest.mark.parametrize("label,name,arguments,fragments", BAD_ARGUMENTS,
+                         ids=[b[0] for b in BAD_ARGUMENTS])
+def test_tools_call_bad_arguments_are_tool_errors_not_protocol_errors(label, name, arguments,
+                                                                       fragments):
     assert_tool_error(calls_run().result(f"bad-{label}"), *fragments)
 
 
 def test_tools_call_exception_is_a_tool_error_with_its_message_and_no_traceback_on_stdout():
-    run = exchange([*HANDSHAKE, call(1, "fail", {"message": "the disk is on fire"}), req(2, "ping")])
+    run = exchange([*HANDSHAKE, call(1, "fail", {"message": "the disk is on fire"}),
+                    req(2, "ping")])
     assert_tool_error(run.result(1), "the disk is on fire")
     assert run.result(2) == {}
-    assert "Traceback" in run.stderr and "the disk is on fire" in run.stderr  # the operator's story: stderr
+    # the operator's story: stderr
+    assert "Traceback" in run.stderr and "the disk is on fire" in run.stderr
 
 
 PROTOCOL_ERRORS = [
@@ -529,7 +569,8 @@ def calls_run():
     """One legacy server for every tools/call case above: each case has its own id."""
     messages = [*HANDSHAKE]
     messages += [call(f"ok-{label}", name, arguments) for label, name, arguments, _ in SUCCESSES]
-    messages += [call(f"bad-{label}", name, arguments) for label, name, arguments, _ in BAD_ARGUMENTS]
+    messages += [call(f"bad-{label}", name, arguments)
+                 for label, name, arguments, _ in BAD_ARGUMENTS]
     messages += [req(f"proto-{label}", "tools/call", params) for label, params in PROTOCOL_ERRORS]
     return exchange([*messages, req("last", "ping")])
 
@@ -574,17 +615,20 @@ def test_modern_needs_no_initialize_and_every_result_says_complete_and_who_we_ar
         modern(5, "tools/call", {"name": "nothing"}),
         modern(6, "tools/call", {"name": "fail", "arguments": {"message": "nope"}}),
     ])
-    assert run.result(1) == {"tools": TOOLS, "resultType": "complete", "_meta": {META + "serverInfo": SERVER_INFO},
+    assert run.result(1) == {"tools": TOOLS, "resultType": "complete",
+                             "_meta": {META + "serverInfo": SERVER_INFO},
                              "ttlMs": 3_600_000, "cacheScope": "public"}
     assert run.result(2) == modern_result(text_result("hi"))
-    assert_structured(run.result(3), describe_structured({"name": "x", "tags": [], "mode": "fast", "limit": None,
-                                                          "ratio": 0.5, "verbose": False}), modern=True)
+    assert_structured(run.result(3),
+                      describe_structured({"name": "x", "tags": [], "mode": "fast", "limit": None,
+                                           "ratio": 0.5, "verbose": False}), modern=True)
     bad = run.result(4)
     assert bad["resultType"] == "complete" and bad["_meta"] == {META + "serverInfo": SERVER_INFO}
     assert_tool_error({k: v for k, v in bad.items() if k not in ("resultType", "_meta")}, "a")
     assert run.result(5) == modern_result({"content": [], "isError": False})
     failed = run.result(6)
-    assert failed["isError"] is True and failed["resultType"] == "complete" and "nope" in failed["content"][0]["text"]
+    assert (failed["isError"] is True and failed["resultType"] == "complete"
+            and "nope" in failed["content"][0]["text"])
 
 
 def test_modern_unknown_tool_is_invalid_params():
@@ -604,11 +648,13 @@ MISSING_META = [
 
 @functools.cache
 def modern_errors_run():
-    """One server for the modern-era error cases below (stateless, so they cannot disturb each other)."""
+    """One server for the modern-era error cases below (stateless, so they cannot disturb each
+    other)."""
     messages = []
     for label, meta in MISSING_META:
         for method in MODERN_METHODS:
-            params = {"_meta": meta, **({"name": "echo", "arguments": {"text": "x"}} if method == "tools/call" else {})}
+            params = {"_meta": meta, **({"name": "echo", "arguments": {"text": "x"}}
+                                        if method == "tools/call" else {})}
             messages.append(req(f"missing {label} {method}", method, params))
     for version in UNSUPPORTED:
         for method in MODERN_METHODS:
@@ -616,7 +662,8 @@ def modern_errors_run():
             params["_meta"] = {META + "protocolVersion": version, META + "clientCapabilities": {}}
             messages.append(req(f"version {version} {method}", method, params))
     for method in REMOVED:
-        messages.append(modern(f"removed {method}", method, {"level": "info"} if method == "logging/setLevel" else {}))
+        messages.append(modern(f"removed {method}", method,
+                               {"level": "info"} if method == "logging/setLevel" else {}))
     return exchange([*messages, modern("last", "tools/list")])
 
 
@@ -667,7 +714,8 @@ def test_both_eras_on_one_process():
 
 
 # ---------------------------------------------------------------------------
-# JSON-RPC: every broken line gets the right error, and the server carries on (spec: basic, "Messages")
+# JSON-RPC: every broken line gets the right error, and the server carries on
+# (spec: basic, "Messages")
 # ---------------------------------------------------------------------------
 
 PING_AFTER = req("after", "ping")
@@ -678,7 +726,8 @@ BAD_LINES = [
     ("invalid UTF-8", b'{"jsonrpc":"2.0","id":1,"method":"\xff\xfe"}', PARSE_ERROR, None),
     ("lone invalid byte", b"\xc3", PARSE_ERROR, None),
     ("NaN", b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', PARSE_ERROR, None),
-    ("Infinity", b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}', PARSE_ERROR, None),
+    ("Infinity", b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}',
+     PARSE_ERROR, None),
     ("nested too deeply", b"[" * 100_000, PARSE_ERROR, None),
     ("batch", b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', INVALID_REQUEST, None),
     ("empty batch", b"[]", INVALID_REQUEST, None),
@@ -699,7 +748,8 @@ BAD_LINES = [
     ("method missing, string id", b'{"jsonrpc":"2.0","id":"m"}', INVALID_REQUEST, "m"),
     ("method a number", b'{"jsonrpc":"2.0","id":10,"method":5}', INVALID_REQUEST, 10),
     ("method null", b'{"jsonrpc":"2.0","id":11,"method":null}', INVALID_REQUEST, 11),
-    ("no id, method a number", b'{"jsonrpc":"2.0","method":1,"params":"bar"}', INVALID_REQUEST, None),
+    ("no id, method a number", b'{"jsonrpc":"2.0","method":1,"params":"bar"}', INVALID_REQUEST,
+     None),
 ]
 
 
@@ -743,7 +793,8 @@ def test_every_bad_line_in_one_stream_is_answered_and_the_good_ones_too():
 def test_a_batch_is_not_executed():
     run = exchange([*HANDSHAKE, b'[{"jsonrpc":"2.0","id":"inner","method":"tools/call",'
                                b'"params":{"name":"echo","arguments":{"text":"x"}}}]', PING_AFTER])
-    assert sorted(json.dumps(r["id"]) for r in run.responses) == sorted(json.dumps(i) for i in ["init", None, "after"])
+    assert sorted(json.dumps(r["id"]) for r in run.responses) == sorted(
+        json.dumps(i) for i in ["init", None, "after"])
     assert run.errors_without_id()[0]["code"] == INVALID_REQUEST
 
 
@@ -759,18 +810,23 @@ NOTIFICATIONS = [
     ("initialized before initialize", note("notifications/initialized")),
     ("unknown notification", note("notifications/whatever", {"x": 1})),
     ("unknown method without id", note("no/such/method")),
-    ("a request method sent as notification", note("tools/call", {"name": "echo", "arguments": {"text": "x"}})),
-    ("progress from the client", note("notifications/progress", {"progressToken": 1, "progress": 1})),
+    ("a request method sent as notification",
+     note("tools/call", {"name": "echo", "arguments": {"text": "x"}})),
+    ("progress from the client",
+     note("notifications/progress", {"progressToken": 1, "progress": 1})),
     ("cancelled without params", note("notifications/cancelled")),
-    ("cancelled for an unknown id", note("notifications/cancelled", {"requestId": 999, "reason": "test"})),
+    ("cancelled for an unknown id",
+     note("notifications/cancelled", {"requestId": 999, "reason": "test"})),
     ("cancelled with a null id", note("notifications/cancelled", {"requestId": None})),
     ("cancelled with a list id", note("notifications/cancelled", {"requestId": [1]})),
     ("cancelled with an object id", note("notifications/cancelled", {"requestId": {"a": 1}})),
     ("params an array", note("notifications/cancelled", [1])),
     ("params a string", note("notifications/initialized", "x")),
     ("a response from the client", {"jsonrpc": "2.0", "id": 5, "result": {}}),
-    ("an error response from the client", {"jsonrpc": "2.0", "id": 6, "error": {"code": -1, "message": "x"}}),
-    ("modern notification with bad meta", note("notifications/cancelled", {"requestId": 1, "_meta": {META + "x": 1}})),
+    ("an error response from the client",
+     {"jsonrpc": "2.0", "id": 6, "error": {"code": -1, "message": "x"}}),
+    ("modern notification with bad meta",
+     note("notifications/cancelled", {"requestId": 1, "_meta": {META + "x": 1}})),
 ]
 
 
@@ -801,7 +857,8 @@ def test_an_id_already_in_flight_is_refused_and_the_first_request_still_answered
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 @pytest.mark.parametrize("tool,arguments", [("hang", {}), ("hang_sync", {"seconds": 60.0})])
-def test_cancelled_request_gets_no_response_and_the_server_carries_on(session, era, tool, arguments):
+def test_cancelled_request_gets_no_response_and_the_server_carries_on(session, era, tool,
+                                                                      arguments):
     s = session()
     if era == "legacy":
         s.request(initialize())
@@ -883,7 +940,8 @@ def test_progress_in_the_modern_era():
                                              "_meta": {"progressToken": "m"}})])
     assert run.messages == [
         {"jsonrpc": "2.0", "method": "notifications/progress",
-         "params": {"progressToken": "m", "progress": i, "total": 3, "message": f"step {i}"}} for i in (1, 2, 3)
+         "params": {"progressToken": "m", "progress": i, "total": 3, "message": f"step {i}"}}
+        for i in (1, 2, 3)
     ] + [{"jsonrpc": "2.0", "id": 1, "result": modern_result(text_result("counted to 3"))}]
 
 
@@ -892,7 +950,8 @@ def test_progress_in_the_modern_era():
 # ---------------------------------------------------------------------------
 
 def test_a_tool_that_prints_does_not_corrupt_stdout():
-    run = exchange([*HANDSHAKE, call(1, "noisy", {"text": "hi"}), call(2, "echo", {"text": "after"})])
+    run = exchange([*HANDSHAKE, call(1, "noisy", {"text": "hi"}),
+                    call(2, "echo", {"text": "after"})])
     assert run.messages == [run.response("init"), run.response(1), run.response(2)] or \
         run.messages == [run.response("init"), run.response(2), run.response(1)]
     assert run.result(1) == text_result("quiet hi") and run.result(2) == text_result("after")
@@ -920,13 +979,16 @@ def test_500_pipelined_calls_then_eof_all_answered_exactly_once():
 
 def test_stdin_closed_at_once_exits_cleanly():
     # /dev/null is a character device that epoll refuses: the server must still see EOF and exit.
-    proc = subprocess.run(SERVER, stdin=subprocess.DEVNULL, capture_output=True, timeout=6, cwd=ROOT)
+    proc = subprocess.run(SERVER, stdin=subprocess.DEVNULL, capture_output=True, timeout=6,
+                          cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout == b""
 
 
-@pytest.mark.parametrize("stdin_kind,stdout_kind", [("file", "file"), ("pipe", "file"), ("file", "pipe")])
+@pytest.mark.parametrize("stdin_kind,stdout_kind",
+                         [("file", "file"), ("pipe", "file"), ("file", "pipe")])
 def test_regular_files_for_stdin_and_stdout(tmp_path, stdin_kind, stdout_kind):
-    requests = [*HANDSHAKE, req(1, "tools/list")] + [call(i, "add", {"a": i}) for i in range(2, 52)] + \
+    requests = [*HANDSHAKE, req(1, "tools/list")] + \
+        [call(i, "add", {"a": i}) for i in range(2, 52)] + \
         [call(52, "slow", {"ms": 50}), call(53, "noisy", {"text": "f"})]
     data = b"".join(to_bytes(m) for m in requests)
     in_path, out_path = tmp_path / "requests.jsonl", tmp_path / "responses.jsonl"
@@ -956,10 +1018,14 @@ def test_a_crash_leaves_what_was_answered_intact(session):
 
 
 def test_run_gives_stdout_back_when_it_returns(tmp_path):
-    # While it serves, fd 1 and sys.stdout point at stderr; after run() returns, both are the caller's again.
+    # While it serves, fd 1 and sys.stdout point at stderr; after run() returns, both are the
+    # caller's again.
     script = tmp_path / "after.py"
     script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom mcp_min import Server\n"
-                      "print('before', flush=True)\nServer('x').run()\nprint('after run', flush=True)\n")
-    done = subprocess.run([sys.executable, str(script)], input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+                      "print('before', flush=True)\nServer('x').run()\n"
+                      "print('after run', flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)],
+                          input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
                           capture_output=True, timeout=30)
-    assert done.stdout.decode().splitlines() == ["before", '{"jsonrpc":"2.0","id":1,"result":{}}', "after run"]
+    assert done.stdout.decode().splitlines() == ["before", '{"jsonrpc":"2.0","id":1,"result":{}}',
+                                                 "after run"]
