@@ -43,7 +43,8 @@ DEFAULT_JSON = "bench_results.json"
 
 SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
     "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
-                    search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200, build_copies=20),
+                    search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200,
+                    build_copies=20),
     "quick": dict(spawns=3, warmup=50, calls=300, rounds=2, search_spawns=2, cold_spawns=1,
                   search_rounds=1, scale_sizes=[10_000], scale_queries=50, build_copies=0),
 }
@@ -90,13 +91,16 @@ def serve_floor():
                 continue
             method, params = message["method"], message.get("params", {})
             if method == "initialize":
-                result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                result = {"protocolVersion": params["protocolVersion"],
+                          "capabilities": {"tools": {}},
                           "serverInfo": {"name": "floor", "version": "0"}}
             elif method == "tools/list":
                 result = {"tools": [ECHO_TOOL]}
             else:  # tools/call echo: the only other request the benchmark sends
-                result = {"content": [{"type": "text", "text": params["arguments"]["text"]}], "isError": False}
-            out.write((json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n").encode())
+                result = {"content": [{"type": "text", "text": params["arguments"]["text"]}],
+                          "isError": False}
+            out.write((json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                       + "\n").encode())
             out.flush()
     asyncio.run(serve())
 
@@ -106,7 +110,8 @@ def serve_mcp_min():
     server = Server("echo", version="0.1.0")
 
     @server.tool()
-    def echo(text: str) -> str:  # a plain def, as most users write: mcp_min runs it in a worker thread
+    # a plain def, as most users write: mcp_min runs it in a worker thread
+    def echo(text: str) -> str:
         """Return the text unchanged."""
         return text
     server.run()
@@ -136,7 +141,8 @@ def serve_sdk():
     server.run()  # its defaults, log level INFO included: what a user of the SDK gets
 
 
-SERVERS = {"floor": serve_floor, "mcp_min": serve_mcp_min, "mcp_min_async": serve_mcp_min_async, "sdk": serve_sdk}
+SERVERS = {"floor": serve_floor, "mcp_min": serve_mcp_min, "mcp_min_async": serve_mcp_min_async,
+           "sdk": serve_sdk}
 
 
 def server_argv(name):
@@ -152,7 +158,8 @@ def child_env(**extra):
     makes mcp_min.py and bench.py compile on every start while the SDK's .pyc files were
     written when pip installed it.
     """
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
     return {**env, **extra}
 
 
@@ -192,7 +199,8 @@ class Pipe:
         if not line:
             self.stderr.seek(0)
             tail = self.stderr.read()[-2000:].decode(errors="replace")
-            raise RuntimeError(f"server {self.proc.pid} closed stdout; its stderr ends with:\n{tail}")
+            raise RuntimeError(
+                f"server {self.proc.pid} closed stdout; its stderr ends with:\n{tail}")
         return json.loads(line)
 
     async def request(self, method, params=None):
@@ -218,7 +226,8 @@ class Pipe:
         """CPU time the server has used, all threads: unlike wall time, other work on the machine
         barely moves it."""
         with open(f"/proc/{self.proc.pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()  # after "(command name)", which may hold spaces
+            # after "(command name)", which may hold spaces
+            fields = stat.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
     async def close(self):
@@ -315,7 +324,8 @@ async def bench_protocol(size, names=tuple(SERVERS)):
         await sequential(pipes[name], size["warmup"])
         await pipelined(pipes[name], size["warmup"])
 
-    rounds = {name: {"seq_calls_s": [], "p50_us": [], "p99_us": [], "pipelined_calls_s": []} for name in names}
+    rounds = {name: {"seq_calls_s": [], "p50_us": [], "p99_us": [], "pipelined_calls_s": []}
+              for name in names}
     cpu_before = {name: pipes[name].cpu_seconds() for name in names}
     for r in range(size["rounds"]):
         progress(f"protocol: round {r + 1}/{size['rounds']}: {size['calls']} sequential "
@@ -329,7 +339,8 @@ async def bench_protocol(size, names=tuple(SERVERS)):
 
     for name in names:
         calls = 2 * size["rounds"] * size["calls"]
-        results[name]["cpu_us_per_call"] = (pipes[name].cpu_seconds() - cpu_before[name]) / calls * 1e6
+        results[name]["cpu_us_per_call"] = (
+            (pipes[name].cpu_seconds() - cpu_before[name]) / calls * 1e6)
         results[name]["peak_rss"] = pipes[name].memory()["VmHWM"]
         await pipes[name].close()
         results[name]["spawn_init_ms"] = median(spawn_times[name]) * 1e3
@@ -369,13 +380,15 @@ async def search_latencies(servers, qs, rounds):
     for name, (argv, env) in servers.items():
         pipes[name] = await Pipe.spawn(argv, env)
         await pipes[name].handshake()
-        await pipes[name].request("tools/call", {"name": "search", "arguments": {"query": "warm up", "top_k": 5}})
+        await pipes[name].request("tools/call", {"name": "search",
+                                                 "arguments": {"query": "warm up", "top_k": 5}})
     latencies = {name: [] for name in servers}
     for _ in range(rounds):
         for q in qs:
             for name, pipe in pipes.items():
                 started = time.perf_counter()
-                await pipe.request("tools/call", {"name": "search", "arguments": {"query": q, "top_k": 5}})
+                await pipe.request("tools/call", {"name": "search",
+                                                  "arguments": {"query": q, "top_k": 5}})
                 latencies[name].append(time.perf_counter() - started)
     for pipe in pipes.values():
         await pipe.close()
@@ -386,7 +399,8 @@ async def bench_search(size):
     import shutil
     import subprocess
     import tempfile
-    missing = [f for f in ("server.py", "index_build.py") if not os.path.exists(os.path.join(HERE, f))]
+    missing = [f for f in ("server.py", "index_build.py")
+               if not os.path.exists(os.path.join(HERE, f))]
     if missing:
         return {"notes": [f"search skipped: {', '.join(missing)} not found"]}
     results, qs = {}, questions()
@@ -396,11 +410,13 @@ async def bench_search(size):
         progress("search: python index_build.py --docs docs (model load included)")
         index = os.path.join(tmp, "index")
         seconds, passages = run_index_build(docs, index)
-        results["build"] = {"passages": passages, "seconds": seconds, "passages_s": passages / seconds}
+        results["build"] = {"passages": passages, "seconds": seconds,
+                            "passages_s": passages / seconds}
         if size["build_copies"]:
             # docs/ holds ~70 passages: loading the model dominates. A folder of many copies
             # shows the embedding rate, as (extra passages) / (extra seconds).
-            progress(f"search: index_build over {size['build_copies']} copies of docs/ (embedding rate)")
+            progress(f"search: index_build over {size['build_copies']} copies of docs/"
+                     " (embedding rate)")
             big_docs = os.path.join(tmp, "docs_copies")
             os.mkdir(big_docs)
             for i in range(size["build_copies"]):
@@ -408,36 +424,44 @@ async def bench_search(size):
                     shutil.copy(os.path.join(docs, name), os.path.join(big_docs, f"{i:03d}_{name}"))
             big_seconds, big_passages = run_index_build(big_docs, os.path.join(tmp, "index_copies"))
             results["build"].update(copies_passages=big_passages, copies_seconds=big_seconds,
-                                    marginal_passages_s=(big_passages - passages) / (big_seconds - seconds))
+                                    marginal_passages_s=(big_passages - passages)
+                                    / (big_seconds - seconds))
 
         argv = [sys.executable, "server.py", "--index", index, "--docs", docs]
         # RAG_RATE_LIMIT=0: server.py refuses more than 20 calls/s by default, and back-to-back
         # searches go faster than that. The limiter is not what is being measured.
         env = child_env(RAG_RATE_LIMIT="0")
-        progress(f"search: spawn -> initialize x{size['search_spawns']}, spawn -> first search x{size['cold_spawns']}")
+        progress(f"search: spawn -> initialize x{size['search_spawns']}, "
+                 f"spawn -> first search x{size['cold_spawns']}")
         await spawn_to_initialize(argv, env)  # unmeasured: .pyc files, page cache
         spawn_init = [await spawn_to_initialize(argv, env) for _ in range(size["search_spawns"])]
         first_search = []
         for _ in range(size["cold_spawns"]):
             pipe = await Pipe.spawn(argv, env)
             await pipe.handshake()
-            await pipe.request("tools/call", {"name": "search", "arguments": {"query": qs[0], "top_k": 5}})
+            await pipe.request("tools/call", {"name": "search",
+                                              "arguments": {"query": qs[0], "top_k": 5}})
             first_search.append(time.perf_counter() - pipe.started)
             await pipe.close()
-        results.update(spawn_init_ms=median(spawn_init) * 1e3, first_search_ms=median(first_search) * 1e3,
+        results.update(spawn_init_ms=median(spawn_init) * 1e3,
+                       first_search_ms=median(first_search) * 1e3,
                        raw={"spawn_init_s": spawn_init, "first_search_s": first_search})
 
         progress(f"search: warm search, {size['search_rounds']} rounds of {len(qs)} questions")
-        warm = (await search_latencies({"default": (argv, env)}, qs, size["search_rounds"]))["default"]
-        results["warm"] = {"p50_ms": percentile(warm, 50) * 1e3, "p99_ms": percentile(warm, 99) * 1e3,
+        warm = (await search_latencies({"default": (argv, env)}, qs,
+                                       size["search_rounds"]))["default"]
+        results["warm"] = {"p50_ms": percentile(warm, 50) * 1e3,
+                           "p99_ms": percentile(warm, 99) * 1e3,
                            "queries": len(warm)}
 
         # Threads: server.py caps torch at RAG_TORCH_THREADS (default 1). With a busy-loop
         # process holding one of the two cores, a second torch thread has to wait for it.
         results["threads"] = {}
-        servers = {threads: (argv, {**env, "RAG_TORCH_THREADS": str(threads)}) for threads in (1, 2)}
+        servers = {threads: (argv, {**env, "RAG_TORCH_THREADS": str(threads)})
+                   for threads in (1, 2)}
         for busy in (False, True):
-            progress(f"search: RAG_TORCH_THREADS 1 against 2, other core {'busy' if busy else 'idle'}")
+            progress("search: RAG_TORCH_THREADS 1 against 2, "
+                     f"other core {'busy' if busy else 'idle'}")
             side = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
             try:
                 latencies = await search_latencies(servers, qs, size["search_rounds"])
@@ -446,7 +470,8 @@ async def bench_search(size):
                     side.kill()
                     side.wait()
             for threads, lat in latencies.items():
-                results["threads"][f"{threads} thread(s), other core {'busy' if busy else 'idle'}"] = {
+                results["threads"][f"{threads} thread(s), "
+                                   f"other core {'busy' if busy else 'idle'}"] = {
                     "p50_ms": percentile(lat, 50) * 1e3, "p99_ms": percentile(lat, 99) * 1e3}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -458,7 +483,8 @@ async def bench_search(size):
 # ---------------------------------------------------------------------------
 
 DIM, TOP_K = 384, 5
-FLAT_BUDGET_MS = 10  # half the 20 ms warm-search target: embedding the query takes about the other half
+# half the 20 ms warm-search target: embedding the query takes about the other half
+FLAT_BUDGET_MS = 10
 
 
 def synthetic(n, seed=0, rank=48, noise=0.18):
@@ -468,7 +494,8 @@ def synthetic(n, seed=0, rank=48, noise=0.18):
     Made in chunks, so that 1M x 384 needs no second full-size copy in temporaries."""
     import numpy as np
     rng = np.random.default_rng(seed)
-    topics = rng.standard_normal((rank, DIM), dtype=np.float32) / np.sqrt(rank)  # unit variance per coordinate
+    # unit variance per coordinate
+    topics = rng.standard_normal((rank, DIM), dtype=np.float32) / np.sqrt(rank)
     vectors = np.empty((n, DIM), dtype=np.float32)
     for start in range(0, n, 100_000):
         count = min(100_000, n - start)
@@ -519,7 +546,8 @@ def bench_scale(size, full=False):
         queries = near_queries(vectors, size["scale_queries"])
         # IVF (faiss.IndexIVFFlat) was tried too and left out: on this data its recall@5 was
         # 0.5-0.7 at nprobe 8-32, and training made its build slower than HNSW's.
-        indexes = {"flat": faiss.IndexFlatIP(DIM), "hnsw": faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)}
+        indexes = {"flat": faiss.IndexFlatIP(DIM),
+                   "hnsw": faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)}
         truth = None
         for kind, index in indexes.items():
             progress(f"scale: {n:,} passages: building {kind}")
@@ -533,27 +561,35 @@ def bench_scale(size, full=False):
                 if ef:
                     index.hnsw.efSearch = ef  # a search-time knob: one build serves both
                 rows.append({"n": n, "index": kind, "setting": f"efSearch={ef}" if ef else "",
-                             "build_s": build_s, "bytes": nbytes, "query_p50_ms": query_p50_ms(index, queries, 1),
-                             "query_p50_ms_all_threads": query_p50_ms(index, queries, os.cpu_count()),
+                             "build_s": build_s, "bytes": nbytes,
+                             "query_p50_ms": query_p50_ms(index, queries, 1),
+                             "query_p50_ms_all_threads": query_p50_ms(index, queries,
+                                                                      os.cpu_count()),
                              "recall_at_5": recall(index.search(queries, TOP_K)[1], truth)})
         del vectors, indexes
     return {"rows": rows, "recommendation": recommend(rows), "notes": []}
 
 
 def recommend(rows):
-    """One line: up to how many passages exact search stays within FLAT_BUDGET_MS, and what HNSW costs."""
+    """One line: up to how many passages exact search stays within FLAT_BUDGET_MS, and what HNSW
+    costs."""
     flat = max((r for r in rows if r["index"] == "flat"), key=lambda r: r["n"])
-    hnsw = next(r for r in rows if r["index"] == "hnsw" and r["n"] == flat["n"] and r["setting"] == "efSearch=64")
-    # Exact search reads every vector once: linear in n, so extrapolate from the largest size. Only
-    # from 100k up: a 10k index (15 MB) sits in the CPU cache, and --quick's line comes out too hopeful.
+    hnsw = next(r for r in rows if r["index"] == "hnsw" and r["n"] == flat["n"]
+                and r["setting"] == "efSearch=64")
+    # Exact search reads every vector once: linear in n, so extrapolate from the largest size.
+    # Only from 100k up: a 10k index (15 MB) sits in the CPU cache, and --quick's line comes out
+    # too hopeful.
     ms_per_passage = flat["query_p50_ms"] / flat["n"]
-    line = (f"switch from IndexFlatIP to HNSW above ~{FLAT_BUDGET_MS / ms_per_passage:,.0f} passages, where flat "
-            f"query p50 reaches {FLAT_BUDGET_MS} ms ({flat['query_p50_ms']:.2f} ms measured at {flat['n']:,}); "
-            f"HNSW (M=32, efSearch=64) at {flat['n']:,}: {hnsw['query_p50_ms']:.2f} ms, recall@5 {hnsw['recall_at_5']:.3f}")
+    line = (f"switch from IndexFlatIP to HNSW above ~{FLAT_BUDGET_MS / ms_per_passage:,.0f}"
+            f" passages, where flat query p50 reaches {FLAT_BUDGET_MS} ms"
+            f" ({flat['query_p50_ms']:.2f} ms measured at {flat['n']:,});"
+            f" HNSW (M=32, efSearch=64) at {flat['n']:,}: {hnsw['query_p50_ms']:.2f} ms,"
+            f" recall@5 {hnsw['recall_at_5']:.3f}")
     try:
         sys.path.insert(0, HERE)
         from index_build import HNSW_THRESHOLD
-        line += f". index_build.HNSW_THRESHOLD = {HNSW_THRESHOLD:,} (flat p50 ~{HNSW_THRESHOLD * ms_per_passage:.1f} ms)"
+        line += (f". index_build.HNSW_THRESHOLD = {HNSW_THRESHOLD:,}"
+                 f" (flat p50 ~{HNSW_THRESHOLD * ms_per_passage:.1f} ms)")
     except ImportError:
         pass
     return line
@@ -578,8 +614,8 @@ def machine_info():
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
-    return {"cpu": cpu, "nproc": os.cpu_count(), "python": platform.python_version(), "loadavg": os.getloadavg(),
-            "platform": platform.platform(), "packages": versions}
+    return {"cpu": cpu, "nproc": os.cpu_count(), "python": platform.python_version(),
+            "loadavg": os.getloadavg(), "platform": platform.platform(), "packages": versions}
 
 
 def targets(results):
@@ -595,15 +631,19 @@ def targets(results):
 
     if ours and floor:
         ratio("sequential calls/s, mcp_min / floor", ours["seq_calls_s"], floor["seq_calls_s"], 0.8)
-        ratio("pipelined calls/s, mcp_min / floor", ours["pipelined_calls_s"], floor["pipelined_calls_s"], 0.6)
-        ratio("spawn -> initialize, mcp_min / floor", ours["spawn_init_ms"], floor["spawn_init_ms"], 1.3, False)
+        ratio("pipelined calls/s, mcp_min / floor", ours["pipelined_calls_s"],
+              floor["pipelined_calls_s"], 0.6)
+        ratio("spawn -> initialize, mcp_min / floor", ours["spawn_init_ms"], floor["spawn_init_ms"],
+              1.3, False)
         ratio("idle RSS, mcp_min / floor", ours["idle_rss"], floor["idle_rss"], 1.3, False)
     if ours and sdk:
         ratio("sequential calls/s, mcp_min / SDK", ours["seq_calls_s"], sdk["seq_calls_s"], 5)
-        ratio("pipelined calls/s, mcp_min / SDK", ours["pipelined_calls_s"], sdk["pipelined_calls_s"], 20)
+        ratio("pipelined calls/s, mcp_min / SDK", ours["pipelined_calls_s"],
+              sdk["pipelined_calls_s"], 20)
     search = results.get("search", {})
     if "spawn_init_ms" in search and floor:
-        ratio("spawn -> initialize, server.py / floor", search["spawn_init_ms"], floor["spawn_init_ms"], 2, False)
+        ratio("spawn -> initialize, server.py / floor", search["spawn_init_ms"],
+              floor["spawn_init_ms"], 2, False)
     if "warm" in search:
         for key, goal in (("p50_ms", 20), ("p99_ms", 50)):
             value = search["warm"][key]
@@ -623,7 +663,8 @@ def report(results):
     m = results["machine"]
     out = [f"mcp-min benchmark: {m['cpu']}, {m['nproc']} cores, Python {m['python']}, "
            f"{', '.join(f'{k} {v}' for k, v in m['packages'].items())}",
-           f"load average {m['loadavg'][0]:.2f} at the start (other work on the machine skews every figure), "
+           f"load average {m['loadavg'][0]:.2f} at the start"
+           " (other work on the machine skews every figure), "
            f"run took {results['seconds']:.0f} s"]
 
     protocol = results.get("protocol", {})
@@ -634,7 +675,8 @@ def report(results):
         floor = servers.get("floor")
         metrics = [("spawn -> initialize", "spawn_init_ms", "{:.1f} ms"),
                    ("sequential calls/s", "seq_calls_s", "{:,.0f}"),
-                   ("  latency p50", "p50_us", "{:.0f} us"), ("  latency p99", "p99_us", "{:.0f} us"),
+                   ("  latency p50", "p50_us", "{:.0f} us"),
+                   ("  latency p99", "p99_us", "{:.0f} us"),
                    ("pipelined calls/s", "pipelined_calls_s", "{:,.0f}"),
                    ("server CPU per call", "cpu_us_per_call", "{:.0f} us"),
                    ("idle RSS", "idle_rss", "{:.1f} MiB"), ("peak RSS", "peak_rss", "{:.1f} MiB")]
@@ -654,28 +696,32 @@ def report(results):
         out += ["", "2. search: server.py over docs/"] + [f"note: {n}" for n in search["notes"]]
     if "build" in search:
         b = search["build"]
-        out.append(f"index_build: {b['passages']} passages in {b['seconds']:.1f} s, model load included "
-                   f"= {b['passages_s']:.0f} passages/s")
+        out.append(f"index_build: {b['passages']} passages in {b['seconds']:.1f} s,"
+                   f" model load included = {b['passages_s']:.0f} passages/s")
         if "marginal_passages_s" in b:
-            out.append(f"index_build: {b['copies_passages']} passages in {b['copies_seconds']:.1f} s: "
-                       f"embedding alone runs at {b['marginal_passages_s']:.0f} passages/s")
+            out.append(f"index_build: {b['copies_passages']} passages"
+                       f" in {b['copies_seconds']:.1f} s:"
+                       f" embedding alone runs at {b['marginal_passages_s']:.0f} passages/s")
     if "warm" in search:
         out.append(table(["", "ms"], [
             ["spawn -> initialize", f"{search['spawn_init_ms']:.1f}"],
             ["spawn -> first search answer", f"{search['first_search_ms']:.0f}"],
-            [f"warm search p50 ({search['warm']['queries']} queries)", f"{search['warm']['p50_ms']:.1f}"],
+            [f"warm search p50 ({search['warm']['queries']} queries)",
+             f"{search['warm']['p50_ms']:.1f}"],
             ["warm search p99", f"{search['warm']['p99_ms']:.1f}"]]))
     if "threads" in search:
         out += ["", table(["RAG_TORCH_THREADS", "p50 ms", "p99 ms"],
-                          [[k, f"{v['p50_ms']:.1f}", f"{v['p99_ms']:.1f}"] for k, v in search["threads"].items()])]
+                          [[k, f"{v['p50_ms']:.1f}", f"{v['p99_ms']:.1f}"]
+                           for k, v in search["threads"].items()])]
 
     scale = results.get("scale", {})
     if scale:
         out += ["", f"3. scale: synthetic {DIM}-dim passages, single-query search, top {TOP_K}, "
                 "1 faiss thread unless said"] + [f"note: {n}" for n in scale["notes"]]
     if scale.get("rows"):
-        rows = [[f"{r['n']:,}", r["index"], r["setting"], f"{r['build_s']:.1f}", f"{r['bytes'] / 2 ** 20:.0f}",
-                 f"{r['query_p50_ms']:.3f}", f"{r['query_p50_ms_all_threads']:.3f}", f"{r['recall_at_5']:.3f}"]
+        rows = [[f"{r['n']:,}", r["index"], r["setting"], f"{r['build_s']:.1f}",
+                 f"{r['bytes'] / 2 ** 20:.0f}", f"{r['query_p50_ms']:.3f}",
+                 f"{r['query_p50_ms_all_threads']:.3f}", f"{r['recall_at_5']:.3f}"]
                 for r in scale["rows"]]
         out += [table(["passages", "index", "setting", "build s", "MiB", "p50 ms",
                        f"p50 ms, {os.cpu_count()} threads", "recall@5"], rows),
@@ -691,10 +737,14 @@ def report(results):
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer and smaller rounds (about a minute)")
-    parser.add_argument("--full", action="store_true", help="also 1M passages in the scale part (slow)")
-    parser.add_argument("--json", default=DEFAULT_JSON, help=f"where to write raw numbers (default {DEFAULT_JSON})")
-    parser.add_argument("--parts", default="protocol,search,scale", help="comma-separated subset to run")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer and smaller rounds (about a minute)")
+    parser.add_argument("--full", action="store_true",
+                        help="also 1M passages in the scale part (slow)")
+    parser.add_argument("--json", default=DEFAULT_JSON,
+                        help=f"where to write raw numbers (default {DEFAULT_JSON})")
+    parser.add_argument("--parts", default="protocol,search,scale",
+                        help="comma-separated subset to run")
     args = parser.parse_args(argv)
     size = SIZES["quick" if args.quick else "default"]
     parts = args.parts.split(",")
@@ -702,7 +752,8 @@ def main(argv=None):
     started = time.perf_counter()
     results = {"machine": machine_info(), "config": {**size, "full": args.full, "parts": parts}}
     runners = {"protocol": lambda: asyncio.run(bench_protocol(size)),
-               "search": lambda: asyncio.run(bench_search(size)), "scale": lambda: bench_scale(size, args.full)}
+               "search": lambda: asyncio.run(bench_search(size)),
+               "scale": lambda: bench_scale(size, args.full)}
     for part in parts:
         try:
             results[part] = runners[part]()

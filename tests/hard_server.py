@@ -183,7 +183,6 @@ def main(mode):
     if mode == "garbage-stdout":
         print("hard_server: garbage-stdout mode, writing a non-JSON line to stdout",
               file=sys.stderr, flush=True)
-
         os.write(1, b"hard_server: this is not JSON-RPC\n")
     if mode == "garbage-flood":
         data = b"z" * (6 * 1024 * 1024)
@@ -397,7 +396,6 @@ def rss_kib(pid):
 def reaped(pid):
     """True when the process is gone for good: no /proc entry, so not running and not a zombie
     either."""
-
     return not pathlib.Path(f"/proc/{pid}").exists()
 
 

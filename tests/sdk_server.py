@@ -35,7 +35,6 @@ def describe(
     """Echo the arguments back as structured data, with the Python type each arrived as."""
     args = {"name": name, "tags": tags, "mode": mode, "limit": limit, "ratio": ratio,
             "verbose": verbose}
-
     return {"args": args, "types": {key: type(value).__name__ for key, value in args.items()}}
 
 

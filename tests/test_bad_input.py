@@ -310,7 +310,6 @@ def test_bad_input(case, table):
         else:
             assert (collections.Counter(kind(m) for m in got)
                     == collections.Counter(case.expect)), got
-
         finish(server)
     finally:
         server.kill()
@@ -354,7 +353,6 @@ def test_stream_goes_on_after_every_bad_line():
             got = server.exchange(case.lines, timeout=5.0,
                                   wait_for_ids=[i for (_, i), _ in case.expect or []
                                                 if i is not None])
-
             assert len(got) == (1 if case.expect is None else len(case.expect)), (case.key, got)
         finish(server)
     finally:

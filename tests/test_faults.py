@@ -339,7 +339,6 @@ def slow_reader(server, count, size, stall):
     writer = threading.Thread(target=server.send,
                               args=(b"".join(call(i, "big", {"size": size})
                                              for i in range(count)),),
-
                               daemon=True)
     writer.start()
     time.sleep(stall)
@@ -369,7 +368,6 @@ def test_slow_reader_server_memory_stays_bounded(count, size):
         baseline, stalled, peak = slow_reader(server, count, size, stall=2)
         assert stalled - baseline < 100_000, (
             f"RSS grew {(stalled - baseline) / 1024:.0f} MiB while stalled")
-
         assert peak - baseline < 100_000, f"RSS grew {(peak - baseline) / 1024:.0f} MiB"
         assert server.close() == 0 and server.problems == []
     finally:

@@ -95,7 +95,6 @@ class Fuzzer:
         if kind == 9:
             return req("tools/list", {"_meta": {
                 **MODERN, "io.modelcontextprotocol/logLevel": rng.choice(LEVELS)}})
-
         if kind == 10:
             return req(rng.choice(["resources/list", "prompts/get", "completion/complete",
                                    "tools/nope", ""]))
@@ -207,7 +206,6 @@ def expect(line):
     valid id, "null" for an error it cannot tie to an id, "none" for a notification or a response;
     and ("id|null", key) or "none|null" when JSON leaves it open (a number too large for a double:
     a server may refuse the whole line)."""
-
     if len(line) > mcp_min.MAX_MESSAGE_BYTES:
         return "null"
     overflow = []
@@ -308,7 +306,6 @@ def test_fuzz_one_live_server(request):
             sent += BATCH
             assert server.proc.poll() is None, (
                 f"the server died in batch {number}:\n{server.stderr_tail()}")
-
         assert server.alive()
         assert server.close() == 0, server.stderr_tail()
         assert server.problems == []

@@ -25,7 +25,8 @@ from mcp.shared.exceptions import MCPError as SDKError  # noqa: E402
 import mcp_min  # noqa: E402
 from client import Client  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
-from wire_server import server as wire_definitions  # noqa: E402  (the server object; not run on import)
+# the server object; not run on import
+from wire_server import server as wire_definitions  # noqa: E402
 
 WIRE = [sys.executable, str(ROOT / "tests" / "wire_server.py")]
 SDK_SERVER = [sys.executable, str(ROOT / "tests" / "sdk_server.py")]
@@ -34,8 +35,10 @@ SERVER_INFO = {"name": "wire-test", "version": "1.2.3"}
 DEFINITIONS = [tool[1] for tool in wire_definitions.tools.values()]
 DESCRIBE_ARGS = {"name": "x", "tags": ["a", "b"], "mode": "exact", "limit": 3}
 DESCRIBE_STRUCTURED = {
-    "args": {"name": "x", "tags": ["a", "b"], "mode": "exact", "limit": 3, "ratio": 0.5, "verbose": False},
-    "types": {"name": "str", "tags": "list", "mode": "str", "limit": "int", "ratio": "float", "verbose": "bool"},
+    "args": {"name": "x", "tags": ["a", "b"], "mode": "exact", "limit": 3, "ratio": 0.5,
+             "verbose": False},
+    "types": {"name": "str", "tags": "list", "mode": "str", "limit": "int", "ratio": "float",
+              "verbose": "bool"},
 }
 
 
@@ -69,7 +72,8 @@ async def exercise_with_sdk(session, modern):
     for tool, definition in zip(listed.tools, DEFINITIONS):
         dumped = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
         for key in ("name", "description", "inputSchema", "outputSchema", "title", "annotations"):
-            assert dumped.get(key) == definition.get(key), (tool.name, key, dumped.get(key), definition.get(key))
+            assert dumped.get(key) == definition.get(key), (
+                tool.name, key, dumped.get(key), definition.get(key))
 
     echoed = await session.call_tool("echo", {"text": "héllo\nworld"})
     assert texts(echoed) == ["héllo\nworld"] and echoed.is_error is False
@@ -77,7 +81,8 @@ async def exercise_with_sdk(session, modern):
     added = await session.call_tool("add", {"a": 2})
     assert texts(added) == ["3"] and not added.is_error
 
-    described = await session.call_tool("describe", DESCRIBE_ARGS)  # the SDK checks it against outputSchema
+    # the SDK checks it against outputSchema
+    described = await session.call_tool("describe", DESCRIBE_ARGS)
     assert described.structured_content == DESCRIBE_STRUCTURED and not described.is_error
     assert json.loads(texts(described)[0]) == DESCRIBE_STRUCTURED
 
@@ -161,14 +166,15 @@ def test_sdk_high_level_client_every_mode_against_our_server(mode):
 async def same_calls(client):
     """Calls whose results must agree between our server and the SDK's."""
     out = {}
-    for name, arguments in [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}), ("add", {"a": 2}),
-                            ("describe", DESCRIBE_ARGS)]:
+    for name, arguments in [("echo", {"text": "héllo"}), ("add", {"a": 2, "b": 40}),
+                            ("add", {"a": 2}), ("describe", DESCRIBE_ARGS)]:
         result = await client.call_tool(name, arguments)
         out[name, json.dumps(arguments)] = {"texts": texts(result), "isError": result["isError"]}
     described = await client.call_tool("describe", DESCRIBE_ARGS)
     out["structured"] = described["structuredContent"]
     progress = []
-    counted = await client.call_tool("count", {"steps": 3}, on_progress=lambda *p: progress.append(p))
+    counted = await client.call_tool("count", {"steps": 3},
+                                     on_progress=lambda *p: progress.append(p))
     out["count"] = texts(counted)
     out["progress"] = progress
     failed = await client.call_tool("fail", {"message": "boom"})
@@ -217,7 +223,8 @@ LEGACY_SERVER = """
         if method == "initialize":
             initialized = True
             send({{"jsonrpc": "2.0", "id": rid, "result": {{"protocolVersion": "2025-06-18",
-                  "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "old", "version": "0.9"}}}}}})
+                  "capabilities": {{"tools": {{}}}},
+                  "serverInfo": {{"name": "old", "version": "0.9"}}}}}})
         elif method == "tools/list" and initialized:
             send({{"jsonrpc": "2.0", "id": rid, "result": {{"tools": [{{"name": "hello",
                   "inputSchema": {{"type": "object"}}}}]}}}})
@@ -225,15 +232,18 @@ LEGACY_SERVER = """
             ok = "_meta" not in message["params"] or not any(
                 k.startswith("io.modelcontextprotocol/") for k in message["params"]["_meta"])
             send({{"jsonrpc": "2.0", "id": rid, "result": {{"content": [{{"type": "text",
-                  "text": "hello, legacy" if ok else "modern _meta sent to a legacy server"}}], "isError": not ok}}}})
+                  "text": "hello, legacy" if ok else "modern _meta sent to a legacy server"}}],
+                  "isError": not ok}}}})
         elif MODE == "silent":
             continue
         elif MODE == "32602":
-            send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32602, "message": "not initialized"}}}})
+            send({{"jsonrpc": "2.0", "id": rid,
+                  "error": {{"code": -32602, "message": "not initialized"}}}})
         elif MODE == "odd":
             send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -1, "message": "who knows"}}}})
         else:
-            send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32601, "message": "Method not found"}}}})
+            send({{"jsonrpc": "2.0", "id": rid,
+                  "error": {{"code": -32601, "message": "Method not found"}}}})
 """
 
 
@@ -244,7 +254,8 @@ def test_our_client_falls_back_to_initialize_on_a_legacy_server(tmp_path, mode):
 
     async def body():
         client = Client(command, probe_timeout=0.5, timeout=10,
-                        trace=lambda direction, line: sent.append(json.loads(line)) if direction == "→" else None)
+                        trace=lambda direction, line: (
+                            sent.append(json.loads(line)) if direction == "→" else None))
         async with client:
             assert client.era == "legacy" and client.protocol_version == "2025-06-18"
             assert client.server_info == {"name": "old", "version": "0.9"}
@@ -255,7 +266,8 @@ def test_our_client_falls_back_to_initialize_on_a_legacy_server(tmp_path, mode):
         methods = [m.get("method") for m in sent]
         assert methods[0] == "server/discover"
         assert "initialize" in methods and "notifications/initialized" in methods
-        assert methods.index("initialize") < methods.index("notifications/initialized") < methods.index("tools/list")
+        assert (methods.index("initialize") < methods.index("notifications/initialized")
+                < methods.index("tools/list"))
         initialize = sent[methods.index("initialize")]
         assert initialize["params"]["protocolVersion"] == "2025-11-25"
         assert initialize["params"]["clientInfo"]["name"]
@@ -265,8 +277,10 @@ def test_our_client_falls_back_to_initialize_on_a_legacy_server(tmp_path, mode):
 LEGACY_PROXY = """
     import json, subprocess, sys, threading
     # The SDK's server behind a front that answers server/discover as a legacy-only server would
-    # (-32601), so the SDK server sees initialize first and serves the whole connection in the legacy era.
-    child = subprocess.Popen([sys.executable, {sdk!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # (-32601), so the SDK server sees initialize first and serves the whole connection in the
+    # legacy era.
+    child = subprocess.Popen([sys.executable, {sdk!r}], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
     lock = threading.Lock()
     def write(data):
         with lock:
@@ -280,7 +294,8 @@ LEGACY_PROXY = """
         message = json.loads(line)
         if message.get("method") == "server/discover":
             write(json.dumps({{"jsonrpc": "2.0", "id": message["id"],
-                              "error": {{"code": -32601, "message": "Method not found"}}}}).encode() + b"\\n")
+                              "error": {{"code": -32601,
+                                        "message": "Method not found"}}}}).encode() + b"\\n")
             continue
         child.stdin.write(line); child.stdin.flush()
     child.stdin.close()
@@ -324,14 +339,15 @@ MODERN_ONLY_SERVER = """
 
 
 def test_a_modern_server_without_a_common_version_is_an_error_not_a_fallback(tmp_path):
-    # Spec (stdio, Backward Compatibility): a recognized modern error such as -32022 means the server
-    # is modern; do not fall back to initialize.
+    # Spec (stdio, Backward Compatibility): a recognized modern error such as -32022 means the
+    # server is modern; do not fall back to initialize.
     command = script(tmp_path, "modern_only.py", MODERN_ONLY_SERVER.format(reply="32022"))
     sent = []
 
     async def body():
         client = Client(command, probe_timeout=5, timeout=5,
-                        trace=lambda direction, line: sent.append(json.loads(line)) if direction == "→" else None)
+                        trace=lambda direction, line: (
+                            sent.append(json.loads(line)) if direction == "→" else None))
         with pytest.raises(MCPError) as info:
             async with client:
                 pass
@@ -358,24 +374,28 @@ DUAL_ADVERTISING_SERVER = """
                   "cacheScope": "public"}}}})
         elif method == "initialize":
             send({{"jsonrpc": "2.0", "id": rid, "result": {{"protocolVersion": "2025-11-25",
-                  "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "dual", "version": "1"}}}}}})
+                  "capabilities": {{"tools": {{}}}},
+                  "serverInfo": {{"name": "dual", "version": "1"}}}}}})
         elif method == "tools/list":
             meta = message.get("params", {{}}).get("_meta", {{}})
             if any(key.startswith("io.modelcontextprotocol/") for key in meta):
-                send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32022, "message": "Unsupported protocol version",
+                send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32022,
+                      "message": "Unsupported protocol version",
                       "data": {{"supported": VERSIONS, "requested": "2026-07-28"}}}}}})
             else:
                 send({{"jsonrpc": "2.0", "id": rid, "result": {{"tools": []}}}})
         else:
-            send({{"jsonrpc": "2.0", "id": rid, "error": {{"code": -32601, "message": "Method not found"}}}})
+            send({{"jsonrpc": "2.0", "id": rid,
+                  "error": {{"code": -32601, "message": "Method not found"}}}})
 """
 
 
 def test_a_discover_result_listing_only_legacy_versions_leads_to_the_handshake(tmp_path):
-    # Spec (stdio, Backward Compatibility): after a DiscoverResult, "select a mutually supported version from
-    # supportedVersions and continue". The only version in common here is 2025-11-25, which is spoken through
-    # initialize; the SDK's client (and, per its notes, the TypeScript and Go ones) falls back in this case.
-    # What must not happen: 2026-07-28 requests to a server that just said it does not speak 2026-07-28.
+    # Spec (stdio, Backward Compatibility): after a DiscoverResult, "select a mutually supported
+    # version from supportedVersions and continue". The only version in common here is 2025-11-25,
+    # which is spoken through initialize; the SDK's client (and, per its notes, the TypeScript and
+    # Go ones) falls back in this case. What must not happen: 2026-07-28 requests to a server that
+    # just said it does not speak 2026-07-28.
     command = script(tmp_path, "dual.py", DUAL_ADVERTISING_SERVER.format(versions=["2025-11-25"]))
 
     async def body():
@@ -388,8 +408,9 @@ def test_a_discover_result_listing_only_legacy_versions_leads_to_the_handshake(t
 def test_a_discover_result_with_no_version_in_common_is_an_error(tmp_path):
     command = script(tmp_path, "future.py", DUAL_ADVERTISING_SERVER.format(versions=["2099-01-01"]))
 
-    # Spec (basic/versioning): select a mutually supported version, "or surface an error to the user if
-    # no compatible version exists"; so connecting fails, rather than speaking 2026-07-28 regardless.
+    # Spec (basic/versioning): select a mutually supported version, "or surface an error to the
+    # user if no compatible version exists"; so connecting fails, rather than speaking 2026-07-28
+    # regardless.
     async def body():
         client = Client(command, probe_timeout=5, timeout=5)
         try:
@@ -419,13 +440,15 @@ def test_our_client_against_our_server():
             assert client.capabilities == {"tools": {"listChanged": False}, "logging": {}}
             assert await client.list_tools() == DEFINITIONS
             assert await client.call_tool("add", {"a": 1, "b": 2}) == {
-                "content": [{"type": "text", "text": "3"}], "isError": False, "resultType": "complete",
+                "content": [{"type": "text", "text": "3"}], "isError": False,
+                "resultType": "complete",
                 "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}
             described = await client.call_tool("describe", DESCRIBE_ARGS)
             assert described["structuredContent"] == DESCRIBE_STRUCTURED
 
             progress = []
-            counted = await client.call_tool("count_sync", {"steps": 3}, on_progress=lambda *p: progress.append(p))
+            counted = await client.call_tool("count_sync", {"steps": 3},
+                                             on_progress=lambda *p: progress.append(p))
             assert texts(counted) == ["counted to 3"]
             assert progress == [(1, 3, None), (2, 3, None), (3, 3, None)]
 
@@ -437,11 +460,13 @@ def test_our_client_against_our_server():
                 await client.call_tool("hang", timeout=0.3)
             hung_id = sent[-2]["id"]
             assert sent[-2]["params"]["name"] == "hang"
-            assert sent[-1]["method"] == "notifications/cancelled" and sent[-1]["params"]["requestId"] == hung_id
+            assert (sent[-1]["method"] == "notifications/cancelled"
+                    and sent[-1]["params"]["requestId"] == hung_id)
             assert texts(await client.call_tool("echo", {"text": "alive"})) == ["alive"]
             await asyncio.sleep(0.2)
         assert client.process.returncode == 0  # it exited by itself when stdin closed
-        assert all(message.get("id") != hung_id for message in received)  # cancelled: never answered
+        # cancelled: never answered
+        assert all(message.get("id") != hung_id for message in received)
         for message in sent:  # every modern request carried the per-request fields
             if "id" in message:
                 meta = message["params"]["_meta"]
@@ -453,8 +478,9 @@ def test_our_client_against_our_server():
 def test_pipelined_calls_through_our_client():
     async def body():
         async with Client(WIRE, cwd=ROOT) as client:
-            results = await asyncio.gather(*[client.call_tool("add", {"a": i}) for i in range(200)],
-                                           *[client.call_tool("slow", {"ms": 20}) for _ in range(20)])
+            results = await asyncio.gather(
+                *[client.call_tool("add", {"a": i}) for i in range(200)],
+                *[client.call_tool("slow", {"ms": 20}) for _ in range(20)])
         assert [texts(r) for r in results[:200]] == [[str(i + 1)] for i in range(200)]
         assert all(texts(r) == ["slept 20 ms"] for r in results[200:])
     run(body())
@@ -544,8 +570,8 @@ def test_a_server_that_ignores_eof_and_sigterm_is_killed(tmp_path):
             message = json.loads(line)
             if "id" in message:
                 sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
-                    "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {},
-                    "ttlMs": 0, "cacheScope": "public"}}) + "\\n")
+                    "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                    "capabilities": {}, "ttlMs": 0, "cacheScope": "public"}}) + "\\n")
                 sys.stdout.flush()
         while True:
             time.sleep(1)

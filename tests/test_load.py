@@ -73,4 +73,3 @@ def test_one_client_1000_calls_in_flight_and_memory_stays_flat(request):
     before, after = asyncio.run(main())
     assert after - before < 4 * 1024, (
         f"server RSS grew from {before} KiB to {after} KiB over {rounds} rounds")
-

@@ -185,7 +185,6 @@ def test_name_title_annotations_and_output_schema_overrides():
                           "inputSchema": {"type": "object",
                                           "properties": {"a": {"type": "integer"}},
                                           "required": ["a"], "additionalProperties": False},
-
                           "annotations": {"readOnlyHint": True},
                           "outputSchema": {"type": "object",
                                            "properties": {"n": {"type": "integer"}}}}
@@ -449,7 +448,6 @@ def test_output_schema_requires_structured_content_on_success():
             == text("it broke", True))
     assert (to_call_result(ToolResult("ok", structured={"a": 1}), WITH_OUTPUT)["structuredContent"]
             == {"a": 1})
-
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, {"x": math.nan}, [1, math.inf]])

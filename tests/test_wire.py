@@ -133,7 +133,6 @@ def check_line(raw):
     else:  # a notification; this server sends no requests
         assert (set(message) <= {"jsonrpc", "method", "params"}
                 and isinstance(message["method"], str)), message
-
         assert isinstance(message.get("params", {}), dict), message
     return message
 
@@ -262,7 +261,6 @@ class Session:
             self.proc.wait()
             raise AssertionError(
                 f"the server did not exit within {timeout}s of stdin EOF") from None
-
         self.reader.join(5)
         self.err_reader.join(5)
         rest = []
@@ -666,7 +664,6 @@ def modern_errors_run():
     for method in REMOVED:
         messages.append(modern(f"removed {method}", method,
                                {"level": "info"} if method == "logging/setLevel" else {}))
-
     return exchange([*messages, modern("last", "tools/list")])
 
 
@@ -1032,4 +1029,3 @@ def test_run_gives_stdout_back_when_it_returns(tmp_path):
                           capture_output=True, timeout=30)
     assert done.stdout.decode().splitlines() == ["before", '{"jsonrpc":"2.0","id":1,"result":{}}',
                                                  "after run"]
-
