@@ -160,10 +160,9 @@ async def flood(count: int, ctx: Context) -> str:
 
 @server.tool()
 def flood_sync(count: int, ctx: Context) -> str:
-    """Report progress and log `count` times from a worker thread, then answer."""
+    """Report progress `count` times from a worker thread, then answer."""
     for step in range(count):
         ctx.report_progress(step + 1, count)
-        ctx.log("info", f"step {step + 1}")
     return f"flooded {count}"
 
 

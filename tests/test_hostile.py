@@ -93,7 +93,7 @@ def test_a_signal_answers_what_runs_then_cancels_the_rest_with_an_error(signum):
     assert answers["quick"]["result"]["content"][0]["text"] == "slept"
     assert answers["stuck"]["error"]["message"] == "Cancelled: the server is shutting down"
     said = [line for line in server.stderr if "stopped by" in line]
-    assert said == [f"hard: stopped by {signal.Signals(signum).name}; 1 running call(s) cancelled"]
+    assert said == [f"hard: stopped by {signal.Signals(signum).name}; cancelled 1"]
     assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
 
 

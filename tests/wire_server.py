@@ -16,7 +16,7 @@ from typing import Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_min import Context, Server  # noqa: E402
+from mcp_min import Context, Server, ToolResult  # noqa: E402
 
 instructions = None
 if "--instructions" in sys.argv:
@@ -37,7 +37,7 @@ def add(a: int, b: int = 1) -> int:
     return a + b
 
 
-@server.tool()
+@server.tool(output_schema={"type": "object"})
 def describe(
     name: str,
     tags: list[str],
@@ -53,10 +53,10 @@ def describe(
 
 
 @server.tool()
-def blocks() -> list:
+def blocks() -> ToolResult:
     """Return two content blocks: a text and an image."""
-    return [{"type": "text", "text": "a red dot"},
-            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
+    return ToolResult([{"type": "text", "text": "a red dot"},
+                       {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}])
 
 
 @server.tool()
