@@ -394,9 +394,10 @@ SEARCH_OUTPUT_SCHEMA = {
                     "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
                     "text": {"type": "string"},
                     "score": {"type": "number",
-                              "description": "what results are ranked by when the index fuses "
-                                             "cosine similarity with BM25 word matching; larger "
-                                             "is better"},
+                              "description": "cosine similarity plus a little BM25 word "
+                                             "matching, when the index fuses them; larger is "
+                                             "better. Results are ordered by it, each file's "
+                                             "best passage first"},
                 },
                 "required": ["rank", "source", "distance", "text"],
             },
