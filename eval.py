@@ -1,8 +1,9 @@
 """
 eval.py - how often does search put the right file first? Each ranking variant, measured.
 
-    python eval.py [--json out.json]                        (make eval)
-    python eval.py --scale 100000       the ranking cost at 100k passages
+    python eval.py [--json out.json]             (make eval)
+    python eval.py --set DOCS QUESTIONS.json     your own documents and questions instead
+    python eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
 file that answers it. Two ship with the project: the cafe in docs/ with
@@ -74,9 +75,31 @@ def median(values):
     return (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def load_questions(path):
-    questions = json.loads(Path(path).read_text(encoding="utf-8"))
-    return [(q["question"], q["file"]) for q in questions]
+class QuestionsError(Exception):
+    """A question file eval.py cannot use; the message names the file and the fix."""
+
+
+def load_questions(path, docs_dir=None):
+    """[(question, file)] from a JSON list of {"question", "file"}; with docs_dir, every file
+    must be one of its documents, or a typo would pass as a miss."""
+    name = Path(path).name
+    try:
+        questions = json.loads(Path(path).read_text(encoding="utf-8"))
+        pairs = [(q["question"], q["file"]) for q in questions]
+    except OSError as e:
+        raise QuestionsError(f"cannot read {name}: {e.strerror}") from None
+    except ValueError as e:
+        raise QuestionsError(f"cannot read {name}: {e}") from None
+    except (KeyError, TypeError):
+        raise QuestionsError(f"{name} must be a JSON list of "
+                             '{"question": ..., "file": ...} objects') from None
+    if docs_dir is not None:
+        documents = {path.name for path in index_build.list_doc_files(docs_dir)}
+        unknown = sorted({file for _, file in pairs} - documents)
+        if unknown:
+            raise QuestionsError(f"{name} names files that are not in "
+                                 f"{Path(docs_dir).name}/: {', '.join(unknown)}")
+    return pairs
 
 
 def file_rank(results, wanted):
@@ -224,12 +247,30 @@ def main(argv=None):
         description="Recall@1, recall@3 and MRR of each ranking variant.")
     parser.add_argument("--json", metavar="PATH",
                         help="also write every number, and the misses, here")
+    parser.add_argument("--set", nargs=2, action="append", metavar=("DOCS", "QUESTIONS"),
+                        help="evaluate this docs folder and questions file instead of the "
+                             "built-in sets (repeat for more)")
     parser.add_argument("--scale", type=int, metavar="N",
                         help="only time the ranking over N synthetic passages (e.g. 100000)")
     args = parser.parse_args(argv)
     if args.scale is not None and args.scale < 1:
         parser.error("--scale needs a positive number of passages")
 
+    sets = QUESTION_SETS
+    if args.set:
+        sets = [(Path(docs).name, Path(docs), Path(questions)) for docs, questions in args.set]
+    try:  # before the model loads: a typo should not cost its loading time
+        for _, docs_dir, _ in sets:
+            if not Path(docs_dir).is_dir():
+                raise QuestionsError(f"docs folder not found: {Path(docs_dir).name}")
+        question_sets = {name: load_questions(questions_path, docs_dir)
+                         for name, docs_dir, questions_path in sets}
+    except QuestionsError as e:
+        print(f"eval: error: {e}", file=sys.stderr)
+        return 1
+    if len(question_sets) != len(sets):
+        print("eval: error: two sets have the same docs folder name", file=sys.stderr)
+        return 1
     progress("loading the model")
     model = index_build.load_model()
     import faiss
@@ -240,8 +281,8 @@ def main(argv=None):
         return 0
     table = {name: {} for name, _ in VARIANTS}
     builds = {}
-    for set_name, docs_dir, questions_path in QUESTION_SETS:
-        questions = load_questions(questions_path)
+    for set_name, docs_dir, _ in sets:
+        questions = question_sets[set_name]
         # Building uses the machine; querying, below, one thread, as server.py does.
         torch.set_num_threads(2)
         files, passages, built = build_indexes(model, docs_dir)
@@ -257,9 +298,9 @@ def main(argv=None):
             table[name][set_name] = evaluate(questions, vectors, embed_seconds, passages, built,
                                              ranking)
     for name in table:
-        table[name]["all"] = combine([table[name][s] for s, _, _ in QUESTION_SETS])
+        table[name]["all"] = combine([table[name][s] for s in question_sets])
 
-    set_names = [s for s, _, _ in QUESTION_SETS] + ["all"]
+    set_names = [*question_sets, "all"]
     total = table[VARIANTS[0][0]]["all"]["questions"]
     print(f"\nRetrieval: is the answering file ranked first (r@1), in the top 3 (r@3)? "
           f"{total} questions")
@@ -275,9 +316,13 @@ def main(argv=None):
     print(f"\nbest recall@1 without losing recall@3: {chosen}")
     print(f"index_build.RANKING (what the server does): {shipped or index_build.RANKING}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"variants": dict(VARIANTS), "table": table,
-                                               "builds": builds, "best": chosen}, indent=2) + "\n",
-                                   encoding="utf-8")
+        numbers = {"variants": dict(VARIANTS), "table": table, "builds": builds, "best": chosen}
+        try:
+            Path(args.json).write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
+        except OSError as e:
+            print(f"eval: error: cannot write {Path(args.json).name}: {e.strerror}",
+                  file=sys.stderr)
+            return 1
     return 0
 
 
