@@ -11,9 +11,12 @@ the other rankings; the minimums below sit a little under what the shipped one m
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
+import eval as eval_script  # eval.py; "eval" alone would hide the builtin
 import index_build
 import server
 from conftest import DOCS, ROOT, SUMMARY_LINES
@@ -145,3 +148,38 @@ def test_a_query_bm25_cannot_match_is_ranked_by_cosine(built_index, model, query
     assert [r["rank"] for r in results] == [1, 2, 3, 4, 5]
     # With no BM25 part the fused score is the cosine similarity itself.
     assert all(abs(r["score"] - (1 - r["distance"])) < 1e-3 for r in results)
+
+
+# --- eval.py (make eval) ---
+
+@pytest.mark.parametrize("content, message", [
+    ('[{"question": "dogs?", "file": "nope.txt"}]',
+     "questions.json names files that are not in docs/: nope.txt"),
+    ('[{"question": "dogs?"}]',
+     'questions.json must be a JSON list of {"question": ..., "file": ...} objects'),
+    ("[{", "cannot read questions.json: Expecting property name enclosed in double quotes"),
+])
+def test_eval_refuses_a_bad_question_file_before_loading_the_model(tmp_path, content, message):
+    questions = tmp_path / "questions.json"
+    questions.write_text(content, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(ROOT / "eval.py"), "--set", str(DOCS),
+                           str(questions)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"eval: error: {message}")
+    assert done.stderr.count("\n") == 1 and str(tmp_path) not in done.stderr
+
+
+def test_eval_picks_the_best_recall_at_1_that_loses_no_recall_at_3():
+    def row(at_1, at_3):
+        return {"questions": 10, "found_at_1": at_1, "found_at_3": at_3, "reciprocal_sum": at_1}
+
+    def variant(a, b):
+        return {"a": row(*a), "b": row(*b), "all": row(a[0] + b[0], a[1] + b[1])}
+
+    baseline = eval_script.VARIANTS[0][0]
+    table = {baseline: variant((8, 9), (7, 9)),
+             "best r@1, loses r@3 in b": variant((10, 10), (9, 8)),
+             "better": variant((9, 9), (7, 10)),
+             "worse": variant((7, 10), (7, 10))}
+    assert eval_script.pick_default(table) == "better"
