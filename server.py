@@ -11,6 +11,8 @@ protocol wire and nothing else may be written there; every log line goes to stde
 Three tools:
 
     search(query, top_k=5)   the passages closest in meaning to the query, best first
+                             (cosine similarity plus a little BM25, each file's best passage
+                             first: index_build.RANKING, chosen by `make eval`)
     list_documents()         the files that can be searched, with their titles
     get_document(name)       one whole file, by its exact name
 
