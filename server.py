@@ -11,6 +11,8 @@ protocol wire and nothing else may be written there; every log line goes to stde
 Three tools:
 
     search(query, top_k=5)   the passages closest in meaning to the query, best first
+                             (cosine similarity plus a little BM25, each file's best passage
+                             first: index_build.RANKING, chosen by `make eval`)
     list_documents()         the files that can be searched, with their titles
     get_document(name)       one whole file, by its exact name
 
@@ -103,7 +105,7 @@ class Library:
         self.model = None
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
         self.index_lock = threading.Lock()
-        self.loaded = None        # (manifest file stamp, faiss index, passages)
+        self.loaded = None        # (manifest file stamp, faiss index, passages, ranking, BM25)
         self.checked = None       # (stamp of manifest + docs files, list of stale reasons)
 
     # --- the model, loaded in the background ---
@@ -155,7 +157,8 @@ class Library:
         return manifest, docs_dir
 
     def searchable_index(self):
-        """(faiss index, passages) if the index exists and matches the docs, else IndexProblem."""
+        """(faiss index, passages, ranking, BM25 index or None) if the index exists and matches
+        the docs, else IndexProblem."""
         manifest, docs_dir = self.manifest_and_docs()
         with self.index_lock:
             stamp = file_stamps([self.index_dir / index_build.MANIFEST_FILE]
@@ -169,10 +172,11 @@ class Library:
                                                + "); run `make index` to rebuild it")
             manifest_stamp = stamp[0]
             if self.loaded is None or self.loaded[0] != manifest_stamp:
-                _, faiss_index, passages = index_build.load_index(self.index_dir)
-                self.loaded = (manifest_stamp, faiss_index, passages)
+                loaded_manifest, faiss_index, passages = index_build.load_index(self.index_dir)
+                ranking, lexical = index_ranking(loaded_manifest, passages)
+                self.loaded = (manifest_stamp, faiss_index, passages, ranking, lexical)
                 log(f"index loaded: {len(passages)} passages from {len(manifest['files'])} files")
-            return self.loaded[1], self.loaded[2]
+            return self.loaded[1:]
 
 
 def torch_threads():
@@ -216,6 +220,125 @@ def search_passages(query_vector, faiss_index, passages, top_k):
         results.append({"rank": len(results) + 1, "source": passage["source"],
                         "distance": round(1.0 - float(similarity), 4), "text": passage["text"]})
     return results
+
+
+# How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
+# picks top_k of them. 50 covers every passage of a small corpus; on a large one a passage
+# that neither ranker puts in its top 50 is not a plausible answer anyway.
+FUSION_CANDIDATES = 50
+RRF_K = 60  # reciprocal rank fusion's usual damping constant
+
+
+def lexical_index(texts):
+    """A BM25 index (bm25s) over the given passage texts, English stopwords dropped."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False),
+                    show_progress=False)
+    return retriever
+
+
+def lexical_scores(retriever, query, count):
+    """BM25 score of every passage for the query (zeros when no query word is in the index)."""
+    import bm25s
+    import numpy as np
+
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    known = [token for token in tokens if token in retriever.vocab_dict]
+    if not known:
+        return np.zeros(count, dtype="float32")
+    return retriever.get_scores(known)
+
+
+def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical=None):
+    """The top_k passages for a query under a ranking (index_build.RANKING or a variant).
+
+    ranking["fusion"]: "none" ranks by cosine similarity alone; "weighted" adds
+    bm25_weight times the passage's BM25 score divided by the query's best BM25 score
+    (so the lexical part lies between 0 and bm25_weight); "rrf" adds 1 / (RRF_K + rank)
+    from each ranker. ranking["distinct_sources"]: one passage per file first, then the
+    rest. distance stays 1 - cosine similarity; with fusion each result also carries the
+    fused score it was ranked by, so distances need not rise with rank.
+    """
+    import numpy as np
+
+    fusion = ranking.get("fusion", "none") if lexical is not None else "none"
+    distinct = ranking.get("distinct_sources", False)
+    if fusion == "none" and not distinct:
+        return search_passages(query_vector, faiss_index, passages, top_k)
+    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
+    similarities, ids = faiss_index.search(query_vector, depth)
+    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+    scores = dict(dense)
+    if fusion != "none":
+        bm25 = lexical_scores(lexical, query, len(passages))
+        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
+        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+        missing = [i for i in best_lexical if i not in dense]
+        if missing:  # found by BM25 only: their cosine comes from the stored vectors
+            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
+            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
+        candidates = list(dense)
+        if fusion == "weighted":
+            peak = float(bm25.max()) or 1.0
+            weight = ranking["bm25_weight"]
+            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in candidates}
+        elif fusion == "rrf":
+            by_dense = sorted(candidates, key=lambda i: -dense[i])
+            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
+            for rank, i in enumerate(best_lexical, start=1):
+                scores[i] += 1.0 / (RRF_K + rank)
+        else:
+            raise ValueError(f"unknown fusion {fusion!r}")
+    order = sorted(scores, key=lambda i: -scores[i])
+    if distinct:
+        first, seen = [], set()
+        for i in order:
+            if passages[i]["source"] not in seen:
+                seen.add(passages[i]["source"])
+                first.append(i)
+        chosen = set(first)
+        order = first + [i for i in order if i not in chosen]
+    results = []
+    for i in order[:top_k]:
+        result = {"rank": len(results) + 1, "source": passages[i]["source"],
+                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
+        if fusion != "none":
+            result["score"] = round(scores[i], 4)
+        results.append(result)
+    return results
+
+
+def index_ranking(manifest, passages):
+    """(ranking, BM25 index or None) for a loaded index, as its manifest records it.
+
+    An index built before manifests recorded a ranking holds plain passage vectors: it is
+    searched by cosine alone, which works, and the log says how to get the better ranking.
+    """
+    ranking = manifest.get("ranking")
+    if ranking is None:
+        log("the index was built before rankings were recorded: searching by cosine similarity "
+            "alone; run `make index` to rebuild it with the better ranking")
+        return index_build.PLAIN_DENSE, None
+    known = isinstance(ranking, dict)
+    fusion = ranking.get("fusion") if known else None
+    known = known and ranking.get("passage_text") in ("plain", "title")
+    known = known and fusion in ("none", "weighted", "rrf")
+    if known and fusion == "weighted":
+        known = isinstance(ranking.get("bm25_weight"), (int, float))
+    if not known:
+        raise index_build.IndexProblem("the search index was built with a ranking this server "
+                                       "does not know; run `make index` to rebuild it")
+    if fusion == "none":
+        return ranking, None
+    try:
+        texts = index_build.embedding_texts(manifest["files"], passages, ranking["passage_text"])
+    except (KeyError, TypeError):
+        raise index_build.IndexProblem("the search index is damaged (a passage names a file the "
+                                       "manifest does not list); run `make index` to rebuild it"
+                                       ) from None
+    return ranking, lexical_index(texts)
 
 
 def format_results(results):
@@ -272,6 +395,11 @@ SEARCH_OUTPUT_SCHEMA = {
                     "source": {"type": "string", "description": "file the passage comes from"},
                     "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
                     "text": {"type": "string"},
+                    "score": {"type": "number",
+                              "description": "cosine similarity plus a little BM25 word "
+                                             "matching, when the index fuses them; larger is "
+                                             "better. Results are ordered by it, each file's "
+                                             "best passage first"},
                 },
                 "required": ["rank", "source", "distance", "text"],
             },
@@ -313,8 +441,9 @@ def search(query: str, top_k: int = 5) -> ToolResult:
     """
     rate_limit.check()
     query, top_k = check_query(query), check_top_k(top_k)
-    faiss_index, passages = library.searchable_index()
-    results = search_passages(library.embed_query(query), faiss_index, passages, top_k)
+    faiss_index, passages, ranking, lexical = library.searchable_index()
+    results = rank_passages(query, library.embed_query(query), faiss_index, passages, top_k,
+                            ranking, lexical)
     return ToolResult(format_results(results), structured={"results": results})
 
 

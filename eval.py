@@ -1,0 +1,330 @@
+"""
+eval.py - how often does search put the right file first? Each ranking variant, measured.
+
+    python eval.py [--json out.json]             (make eval)
+    python eval.py --set DOCS QUESTIONS.json     your own documents and questions instead
+    python eval.py --scale 100000                the ranking cost at 100k passages
+
+Every question set is a folder of documents and a JSON list of {"question", "file"}, the
+file that answers it. Two ship with the project: the cafe in docs/ with
+tests/retrieval_questions.json, and a bike shop in tests/eval/bike_shop/, whose questions
+were written without borrowing the documents' words (paraphrases, prices, names,
+negations, questions two files almost answer).
+
+For each set and each ranking variant it prints:
+
+    r@1, r@3   share of questions whose file is the first result / among the first three
+    MRR        mean of 1 / (rank of the first result from the right file), 0 beyond 10
+    p50 ms     median time per question: embedding it plus ranking (what search costs warm)
+    rank ms    median time of the ranking step alone (search, fusion, de-duplication)
+
+Variants differ in the text embedded for a passage (plain, or under its document's
+title), in whether BM25 is fused with cosine similarity, and in whether results repeat
+a file. All go through the functions server.py and index_build.py use, so the variant
+index_build.RANKING names is exactly what the server does. Embeddings are computed once
+per passage text and shared by the variants that use it.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import index_build
+import server
+
+ROOT = Path(__file__).resolve().parent
+QUESTION_SETS = [
+    ("cafe", ROOT / "docs", ROOT / "tests" / "retrieval_questions.json"),
+    ("bike shop", ROOT / "tests" / "eval" / "bike_shop" / "docs",
+     ROOT / "tests" / "eval" / "bike_shop" / "questions.json"),
+]
+DEPTH = 10  # results looked at for MRR
+
+PLAIN = index_build.PLAIN_DENSE
+TITLE = dict(PLAIN, passage_text="title")
+VARIANTS = [
+    ("dense (before)", PLAIN),
+    ("dense, distinct", dict(PLAIN, distinct_sources=True)),
+    ("title", TITLE),
+    ("title, distinct", dict(TITLE, distinct_sources=True)),
+    ("dense+bm25 0.1", dict(PLAIN, fusion="weighted", bm25_weight=0.1)),
+    ("dense+bm25 0.2", dict(PLAIN, fusion="weighted", bm25_weight=0.2)),
+    ("dense+bm25 rrf", dict(PLAIN, fusion="rrf")),
+    ("title+bm25 0.05", dict(TITLE, fusion="weighted", bm25_weight=0.05)),
+    ("title+bm25 0.1", dict(TITLE, fusion="weighted", bm25_weight=0.1)),
+    ("title+bm25 0.15", dict(TITLE, fusion="weighted", bm25_weight=0.15)),
+    ("title+bm25 0.2", dict(TITLE, fusion="weighted", bm25_weight=0.2)),
+    ("title+bm25 0.3", dict(TITLE, fusion="weighted", bm25_weight=0.3)),
+    ("title+bm25 rrf", dict(TITLE, fusion="rrf")),
+    ("title+bm25 0.1, distinct", dict(TITLE, fusion="weighted", bm25_weight=0.1,
+                                      distinct_sources=True)),
+]
+
+
+def progress(message):
+    print(f"eval: {message}", file=sys.stderr, flush=True)
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+class QuestionsError(Exception):
+    """A question file eval.py cannot use; the message names the file and the fix."""
+
+
+def load_questions(path, docs_dir=None):
+    """[(question, file)] from a JSON list of {"question", "file"}; with docs_dir, every file
+    must be one of its documents, or a typo would pass as a miss."""
+    name = Path(path).name
+    try:
+        questions = json.loads(Path(path).read_text(encoding="utf-8"))
+        pairs = [(q["question"], q["file"]) for q in questions]
+    except OSError as e:
+        raise QuestionsError(f"cannot read {name}: {e.strerror}") from None
+    except ValueError as e:
+        raise QuestionsError(f"cannot read {name}: {e}") from None
+    except (KeyError, TypeError):
+        raise QuestionsError(f"{name} must be a JSON list of "
+                             '{"question": ..., "file": ...} objects') from None
+    if docs_dir is not None:
+        documents = {path.name for path in index_build.list_doc_files(docs_dir)}
+        unknown = sorted({file for _, file in pairs} - documents)
+        if unknown:
+            raise QuestionsError(f"{name} names files that are not in "
+                                 f"{Path(docs_dir).name}/: {', '.join(unknown)}")
+    return pairs
+
+
+def file_rank(results, wanted):
+    """1-based position of the first result from the wanted file, or None."""
+    for result in results:
+        if result["source"] == wanted:
+            return result["rank"]
+    return None
+
+
+def build_indexes(model, docs_dir):
+    """Per passage text ("plain", "title"): the FAISS index, the BM25 index and build times."""
+    files, passages = index_build.read_documents(docs_dir)
+    built = {}
+    for passage_text in ("plain", "title"):
+        started = time.perf_counter()
+        texts = index_build.embedding_texts(files, passages, passage_text)
+        faiss_index = index_build.make_faiss_index(index_build.embed(model, texts))
+        embedded = time.perf_counter()
+        lexical = server.lexical_index(texts)
+        finished = time.perf_counter()
+        built[passage_text] = {"faiss": faiss_index, "lexical": lexical,
+                               "embed_s": embedded - started, "bm25_s": finished - embedded}
+    return files, passages, built
+
+
+def embed_questions(model, questions):
+    """One vector per question, each embedded alone as the server does, with its time."""
+    vectors, seconds = [], []
+    for question, _ in questions:
+        started = time.perf_counter()
+        vectors.append(index_build.embed(model, [question]))
+        seconds.append(time.perf_counter() - started)
+    return vectors, seconds
+
+
+def evaluate(questions, vectors, embed_seconds, passages, built, ranking):
+    """Scores of one variant on one question set, plus its misses at rank 1."""
+    index = built[ranking["passage_text"]]
+    ranks, rank_seconds, misses = [], [], []
+    for (question, wanted), vector in zip(questions, vectors):
+        started = time.perf_counter()
+        results = server.rank_passages(question, vector, index["faiss"], passages, DEPTH,
+                                       ranking, index["lexical"])
+        rank_seconds.append(time.perf_counter() - started)
+        rank = file_rank(results, wanted)
+        ranks.append(rank)
+        if rank != 1:
+            misses.append({"question": question, "want": wanted,
+                           "got": [r["source"] for r in results[:3]]})
+    count = len(questions)
+    total = [e + r for e, r in zip(embed_seconds, rank_seconds)]
+    return {"questions": count,
+            "found_at_1": sum(rank == 1 for rank in ranks),
+            "found_at_3": sum(rank is not None and rank <= 3 for rank in ranks),
+            "reciprocal_sum": sum(1 / rank for rank in ranks if rank is not None),
+            "p50_ms": median(total) * 1e3, "rank_p50_ms": median(rank_seconds) * 1e3,
+            "misses": misses}
+
+
+def scores(row):
+    count = row["questions"]
+    return row["found_at_1"] / count, row["found_at_3"] / count, row["reciprocal_sum"] / count
+
+
+def combine(rows):
+    """All question sets together: every question counts once; latency is the sets' mean."""
+    return {"questions": sum(r["questions"] for r in rows),
+            "found_at_1": sum(r["found_at_1"] for r in rows),
+            "found_at_3": sum(r["found_at_3"] for r in rows),
+            "reciprocal_sum": sum(r["reciprocal_sum"] for r in rows),
+            "p50_ms": sum(r["p50_ms"] for r in rows) / len(rows),
+            "rank_p50_ms": sum(r["rank_p50_ms"] for r in rows) / len(rows)}
+
+
+def pick_default(table):
+    """The rule from issue 11: best recall@1 over all sets, among the variants whose recall@3
+    is nowhere below today's dense search; ties go to higher recall@3, then MRR."""
+    baseline = table[VARIANTS[0][0]]
+    eligible = [name for name, rows in table.items()
+                if all(rows[s]["found_at_3"] >= baseline[s]["found_at_3"] for s in rows)]
+    return max(eligible, key=lambda name: scores(table[name]["all"]))
+
+
+def print_table(table, set_names):
+    header = f"{'variant':<26}" + "".join(f" | {name:^33}" for name in set_names)
+    print(header)
+    print(f"{'':<26}" + " | r@1    r@3    MRR    p50 ms rank ms" * len(set_names))
+    print("-" * len(header))
+    for name, rows in table.items():
+        cells = []
+        for set_name in set_names:
+            row = rows[set_name]
+            recall_1, recall_3, mrr = scores(row)
+            cells.append(f" | {recall_1:.3f}  {recall_3:.3f}  {mrr:.3f}  {row['p50_ms']:6.2f}"
+                         f" {row['rank_p50_ms']:6.3f}")
+        print(f"{name:<26}" + "".join(cells))
+
+
+def scale_timing(model, count):
+    """Ranking cost at `count` passages: both corpora's passages repeated (vectors with a
+    little noise, so copies differ), exact search, the shipped ranking against cosine alone.
+    The dense index is flat here because an HNSW build at 100k takes minutes; the cost that
+    fusion adds (BM25 over every passage, fusing 100 candidates) does not depend on it."""
+    import faiss
+    import numpy as np
+
+    texts, questions = [], []
+    for _, docs_dir, questions_path in QUESTION_SETS:
+        files, passages = index_build.read_documents(docs_dir)
+        texts += index_build.embedding_texts(files, passages, index_build.RANKING["passage_text"])
+        questions += load_questions(questions_path)
+    base = index_build.embed(model, texts)
+    copies = -(-count // len(texts))
+    generator = np.random.default_rng(0)
+    vectors = np.tile(base, (copies, 1))[:count]
+    vectors += generator.normal(0, 0.02, vectors.shape).astype("float32")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    passages = [{"source": f"copy{n // len(texts)}.txt", "text": text}
+                for n, text in enumerate((texts * copies)[:count])]
+    faiss_index = faiss.IndexFlatIP(vectors.shape[1])
+    faiss_index.add(vectors)
+    started = time.perf_counter()
+    lexical = server.lexical_index([p["text"] for p in passages])
+    bm25_seconds = time.perf_counter() - started
+    faiss.omp_set_num_threads(1)
+    query_vectors = index_build.embed(model, [q for q, _ in questions])
+    rankings = {"dense (before)": PLAIN, "shipped": index_build.RANKING}
+    seconds = {name: [] for name in rankings}
+    for (question, _), vector in zip(questions, query_vectors):
+        for name, ranking in rankings.items():  # taking turns: the machine's load hits both alike
+            started = time.perf_counter()
+            server.rank_passages(question, vector[None, :], faiss_index, passages, 5, ranking,
+                                 lexical)
+            seconds[name].append(time.perf_counter() - started)
+    times = {name: median(values) * 1e3 for name, values in seconds.items()}
+    print(f"\nscale: {count} passages: BM25 index built in {bm25_seconds:.1f} s; ranking p50 "
+          f"(exact search, query embedding excluded): cosine only "
+          f"{times['dense (before)']:.2f} ms, shipped ranking {times['shipped']:.2f} ms")
+    return {"passages": count, "bm25_build_s": bm25_seconds, "rank_p50_ms": times}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Recall@1, recall@3 and MRR of each ranking variant.")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every number, and the misses, here")
+    parser.add_argument("--set", nargs=2, action="append", metavar=("DOCS", "QUESTIONS"),
+                        help="evaluate this docs folder and questions file instead of the "
+                             "built-in sets (repeat for more)")
+    parser.add_argument("--scale", type=int, metavar="N",
+                        help="only time the ranking over N synthetic passages (e.g. 100000)")
+    args = parser.parse_args(argv)
+    if args.scale is not None and args.scale < 1:
+        parser.error("--scale needs a positive number of passages")
+
+    sets = QUESTION_SETS
+    if args.set:
+        sets = [(Path(docs).name, Path(docs), Path(questions)) for docs, questions in args.set]
+    try:  # before the model loads: a typo should not cost its loading time
+        for _, docs_dir, _ in sets:
+            if not Path(docs_dir).is_dir():
+                raise QuestionsError(f"docs folder not found: {Path(docs_dir).name}")
+        question_sets = {name: load_questions(questions_path, docs_dir)
+                         for name, docs_dir, questions_path in sets}
+    except QuestionsError as e:
+        print(f"eval: error: {e}", file=sys.stderr)
+        return 1
+    if len(question_sets) != len(sets):
+        print("eval: error: two sets have the same docs folder name", file=sys.stderr)
+        return 1
+    progress("loading the model")
+    model = index_build.load_model()
+    import faiss
+    import torch
+
+    if args.scale:
+        scale_timing(model, args.scale)
+        return 0
+    table = {name: {} for name, _ in VARIANTS}
+    builds = {}
+    for set_name, docs_dir, _ in sets:
+        questions = question_sets[set_name]
+        # Building uses the machine; querying, below, one thread, as server.py does.
+        torch.set_num_threads(2)
+        files, passages, built = build_indexes(model, docs_dir)
+        builds[set_name] = {"files": len(files), "passages": len(passages),
+                            **{f"{text}_embed_s": built[text]["embed_s"] for text in built},
+                            **{f"{text}_bm25_s": built[text]["bm25_s"] for text in built}}
+        torch.set_num_threads(server.DEFAULT_TORCH_THREADS)
+        faiss.omp_set_num_threads(1)
+        index_build.embed(model, ["warm up"])
+        progress(f"{set_name}: {len(questions)} questions over {len(passages)} passages")
+        vectors, embed_seconds = embed_questions(model, questions)
+        for name, ranking in VARIANTS:
+            table[name][set_name] = evaluate(questions, vectors, embed_seconds, passages, built,
+                                             ranking)
+    for name in table:
+        table[name]["all"] = combine([table[name][s] for s in question_sets])
+
+    set_names = [*question_sets, "all"]
+    total = table[VARIANTS[0][0]]["all"]["questions"]
+    print(f"\nRetrieval: is the answering file ranked first (r@1), in the top 3 (r@3)? "
+          f"{total} questions")
+    print_table(table, set_names)
+    print()
+    for set_name, numbers in builds.items():
+        print(f"build {set_name}: {numbers['files']} files, {numbers['passages']} passages; "
+              f"embedding plain {numbers['plain_embed_s']:.1f} s, "
+              f"title {numbers['title_embed_s']:.1f} s; "
+              f"BM25 index {numbers['title_bm25_s'] * 1e3:.0f} ms")
+    chosen = pick_default(table)
+    shipped = next((name for name, ranking in VARIANTS if ranking == index_build.RANKING), None)
+    print(f"\nbest recall@1 without losing recall@3: {chosen}")
+    print(f"index_build.RANKING (what the server does): {shipped or index_build.RANKING}")
+    if args.json:
+        numbers = {"variants": dict(VARIANTS), "table": table, "builds": builds, "best": chosen}
+        try:
+            Path(args.json).write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
+        except OSError as e:
+            print(f"eval: error: cannot write {Path(args.json).name}: {e.strerror}",
+                  file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
