@@ -47,11 +47,10 @@ class Client:
                  legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
         self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
-        self.max_message_bytes = max_message_bytes
+        self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
         self.protocol_version = self.era = self.failure = None
         self.server_info, self.capabilities = {}, {}
         self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
-        self.ids = itertools.count(1)
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
 
     async def __aenter__(self):
@@ -80,32 +79,33 @@ class Client:
         other error, or silence, means a legacy server: fall back to the initialize handshake.
         legacy=True skips the probe and opens with the handshake, as legacy-era hosts do."""
         self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
+        ours = MODERN_VERSIONS + LEGACY_VERSIONS
         try:
             if self.legacy:
                 raise TimeoutError
             found = await self.request("server/discover", timeout=self.probe_timeout)
-            supported = as_list(found.get("supportedVersions"))
-            common = [version for version in MODERN_VERSIONS if version in supported]
+            offered = as_list(found.get("supportedVersions"))
+            common = [version for version in MODERN_VERSIONS if version in offered]
             if common:
-                self.protocol_version, self.capabilities = common[-1], as_dict(found.get("capabilities"))
+                self.protocol_version = common[-1]
+                self.capabilities = as_dict(found.get("capabilities"))
                 self.server_info = as_dict(as_dict(found.get("_meta")).get(META + "serverInfo"))
                 return
-            if not any(version in LEGACY_VERSIONS for version in supported):
-                raise MCPError(UNSUPPORTED_VERSION, "no protocol version in common", {"supported": supported})
+            if not any(version in LEGACY_VERSIONS for version in offered):
+                raise MCPError(UNSUPPORTED_VERSION, "no version in common", {"supported": offered})
         except MCPError as e:
-            if e.code == UNSUPPORTED_VERSION:  # modern, but no version in common: legacy cannot help
-                supported = as_dict(e.data).get("supported")
-                raise MCPError(e.code, f"the server speaks {supported}; this client speaks "
-                                       f"{MODERN_VERSIONS + LEGACY_VERSIONS}", e.data) from None
+            if e.code == UNSUPPORTED_VERSION:  # modern, but no version in common: no fallback
+                theirs = as_dict(e.data).get("supported")
+                raise MCPError(e.code, f"the server speaks {theirs}; we speak {ours}") from None
         except TimeoutError:
             pass
         self.era = "legacy"
         result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
-                                                   "capabilities": {}, "clientInfo": self.client_info})
-        if result.get("protocolVersion") not in LEGACY_VERSIONS:
-            raise MCPError(UNSUPPORTED_VERSION, f"the server offers protocol {result.get('protocolVersion')!r}; "
-                                                f"this client speaks {MODERN_VERSIONS + LEGACY_VERSIONS}")
-        self.protocol_version = result["protocolVersion"]
+                                    "capabilities": {}, "clientInfo": self.client_info})
+        self.protocol_version = result.get("protocolVersion")
+        if self.protocol_version not in LEGACY_VERSIONS:
+            raise MCPError(UNSUPPORTED_VERSION, f"the server offers protocol "
+                                                f"{self.protocol_version!r}; we speak {ours}")
         self.capabilities = as_dict(result.get("capabilities"))
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
@@ -142,21 +142,22 @@ class Client:
         future = self.pending[request_id] = asyncio.get_running_loop().create_future()
         timeout = self.timeout if timeout is None else timeout
         try:
-            await self.write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            await self.write({"jsonrpc": "2.0", "id": request_id, "method": method,
+                              "params": params})
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
             # Spec (cancellation): a request that timed out is cancelled, so the server can stop.
-            reason = f"timed out after {timeout} s"
-            await self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            cancel = {"requestId": request_id, "reason": f"timed out after {timeout} s"}
+            await self.notify("notifications/cancelled", cancel)
             what = f"{method} {params.get('name')!r}" if method == "tools/call" else method
             raise TimeoutError(f"{what}: no answer within {timeout} s; the request was cancelled "
-                               f"(pass a larger timeout= if it is only slow){self.last_words()}") from None
+                               "(pass a larger timeout= if it is only slow)" + self.last_words())
         finally:
             self.pending.pop(request_id, None)
             self.progress_handlers.pop(request_id, None)
 
     async def notify(self, method, params=None):
-        await self.write({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
+        await self.write({"jsonrpc": "2.0", "method": method, "params": params or {}})
 
     async def write(self, message):
         line = encode(message)
@@ -172,54 +173,53 @@ class Client:
     async def read_messages(self):
         """The one reader of the server's stdout: every message goes to on_message."""
         read = functools.partial(self.process.stdout.read, 65536)
+        logs = "a server must write logs to stderr only"
         async for line in read_lines(read, self.max_message_bytes):
-            if isinstance(line, tuple) and not ID_AT_START.match(line[0]):
-                return await self.fail(f"the server wrote something other than an MCP message to "
-                                       f"stdout: a line of {line[1]} bytes, over the {self.max_message_bytes}"
-                                       f"-byte limit, starting {line[0][:80]!r}; a server must write logs "
-                                       "to stderr only")
-            if isinstance(line, tuple):  # a real answer, too big: only its own request fails
+            if isinstance(line, tuple) and ID_AT_START.match(line[0]):  # an answer, too big
                 self.refuse_oversized(*line)
                 continue
+            if isinstance(line, tuple):
+                return await self.fail(f"the server wrote a line of {line[1]} bytes to stdout, "
+                                       f"over the {self.max_message_bytes}-byte limit, "
+                                       f"starting {line[0][:80]!r}; {logs}")
             self.call_back(self.trace, "←", line.decode(errors="replace").rstrip("\r"))
             try:
                 message = parse_message(line)
             except MCPError as e:
-                shown = line[:200].decode(errors="replace").strip()
-                return await self.fail(f"the server wrote something other than an MCP message to stdout "
-                                       f"({e.message}): {shown!r}; a server must write logs to stderr only")
+                return await self.fail(f"the server wrote something other than an MCP message to "
+                                       f"stdout ({e.message}): {line[:200]!r}; {logs}")
             reply = self.on_message(message)
             if reply:
                 await self.write(reply)
         code = await self.process.wait()
-        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        how = f"exited with code {code}"
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
         await self.fail(f"the MCP server closed its stdout and {how}")
 
     def on_message(self, message):
         """One message from the server. A response completes the request waiting on its id, and
         progress goes to its handler. Returns the reply a request of the server's own gets: ping
-        is answered (the spec says it MUST be); we offer nothing else."""
-        method, request_id = message.get("method"), message.get("id")
+        is answered, as the spec says it MUST be; this client offers nothing else."""
+        method, request_id, params = message.get("method"), message.get("id"), message.get("params")
         if isinstance(method, str) and "id" in message:
-            if method == "ping":
-                return {"jsonrpc": "2.0", "id": request_id, "result": {}}
-            return error_response(request_id, MCPError(METHOD_NOT_FOUND, f"Method not found: {method}"))
-        params = as_dict(message.get("params"))
+            error = MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+            pong = {"jsonrpc": "2.0", "id": request_id, "result": {}}
+            return pong if method == "ping" else error_response(request_id, error)
+        params = as_dict(params)
         if method == "notifications/progress" and valid_id(params.get("progressToken")):
             handler = self.progress_handlers.get(params["progressToken"])
-            self.call_back(handler, params.get("progress"), params.get("total"), params.get("message"))
+            self.call_back(handler, *map(params.get, ("progress", "total", "message")))
         future = self.pending.get(request_id) if valid_id(request_id) else None
+        error, result = message.get("error"), message.get("result")
         if future is None or future.done():
             return None
-        error, result = message.get("error"), message.get("result")
         if isinstance(error, dict):
-            future.set_exception(MCPError(error.get("code"), error.get("message"), error.get("data")))
+            future.set_exception(MCPError(*map(error.get, ("code", "message", "data"))))
         elif isinstance(result, dict):
             future.set_result(result)
         else:
-            shown = json.dumps(message)[:200]
-            future.set_exception(MCPError(INTERNAL_ERROR, f"a malformed answer from the server: {shown}"))
-        return None
+            future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
+                                                          f"{json.dumps(message)[:200]}"))
 
     def refuse_oversized(self, head, size):
         """An answer over max_message_bytes fails only the request whose id it starts with."""
@@ -230,19 +230,17 @@ class Client:
                                           "(Client(max_message_bytes=...) sets it)"))
 
     def call_back(self, callback, *args):
-        """A callback of the caller's (trace, on_progress): its exception is logged, and never
-        stops the reader."""
+        """A caller's callback (trace, on_progress): if it raises, that is logged, and the reader
+        goes on."""
         try:
             if callback:
                 callback(*args)
         except Exception as e:
-            print(f"mcp_min client: {getattr(callback, '__name__', 'a callback')} raised {e!r}",
-                  file=sys.stderr)
+            print(f"mcp_min client: a callback raised {e!r}", file=sys.stderr)
 
     async def read_stderr(self):
         """The server's log, drained whatever its line lengths; its last lines are kept."""
-        read = functools.partial(self.process.stderr.read, 65536)
-        async for line in read_lines(read, limit=2000):
+        async for line in read_lines(functools.partial(self.process.stderr.read, 65536), 2000):
             text = line[0] + b"..." if isinstance(line, tuple) else line  # a line over 2 kB
             self.stderr_tail = (self.stderr_tail + [text.decode(errors="replace").rstrip()])[-10:]
 
@@ -251,7 +249,8 @@ class Client:
         return f". The server's stderr ends with:\n{tail}" if tail else ""
 
     async def fail(self, reason):
-        """The server is gone or broken: every waiting request fails at once, with its last words."""
+        """The server is gone or broken: every waiting request fails at once, with its last
+        words."""
         await asyncio.wait([self.stderr_task], timeout=1.0)  # they are often on their way
         self.failure = reason + self.last_words()
         for future in self.pending.values():
@@ -272,10 +271,10 @@ class Client:
         await asyncio.wait([self.reader_task], timeout=2.0)  # it may be failing requests right now
         self.reader_task.cancel()
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
+        self.failure = self.failure or "the MCP client was closed while this request waited"
         for future in self.pending.values():  # nobody will answer them now
             if not future.done():
-                future.set_exception(ConnectionError(self.failure or "the MCP client was closed "
-                                                                     "while this request waited"))
+                future.set_exception(ConnectionError(self.failure))
 
 
 # An oversized answer is skipped unread; its id is found at its start, where servers put it.

@@ -92,7 +92,7 @@ SUMMARY_LINES = []
 
 def pytest_terminal_summary(terminalreporter):
     if SUMMARY_LINES:
-        terminalreporter.write_sep("-", "retrieval quality")
+        terminalreporter.write_sep("-", "sizes and retrieval quality")
         for line in SUMMARY_LINES:
             terminalreporter.write_line(line)
 

@@ -2,7 +2,7 @@
 flat. `pytest --soak` runs 20x more calls and rounds."""
 import asyncio
 
-from hard_server import COMMAND, mcp_min, rss_kib
+from hard_server import COMMAND, rss_kib
 
 from client import Client  # noqa: E402
 

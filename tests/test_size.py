@@ -1,0 +1,86 @@
+"""The size gate: the protocol stays readable in one sitting, and every line fits in 100 columns.
+
+A code line is a line holding a token that is neither a comment nor part of a docstring; blank
+lines do not count. Budgets: mcp_min.py 350 (the server side: wire, JSON-RPC, tools, dispatch,
+stdio loop), the Client class in client.py 200, mcp_http.py 400. No line over 100 characters
+in any .py file, and `ruff check` (pyflakes, line length; see pyproject.toml) passes. Like
+tinygrad's line gate: when something does not fit, make it simpler or drop it, never golf.
+"""
+import ast
+import io
+import subprocess
+import sys
+import tokenize
+
+import pytest
+
+from conftest import ROOT, SUMMARY_LINES
+
+BUDGETS = [("mcp_min.py", None, 350), ("client.py", "Client", 200), ("mcp_http.py", None, 400)]
+
+
+def docstring_lines(tree):
+    lines = set()
+    for node in ast.walk(tree):
+        kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            lines.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    return lines
+
+
+def code_lines(source, first=1, last=None):
+    """The numbers of the code lines of `source` between first and last (inclusive)."""
+    docstrings = docstring_lines(ast.parse(source))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+    found = set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type not in skip:
+            found.update(range(token.start[0], token.end[0] + 1))
+    last = last or len(source.splitlines())
+    return {line for line in found - docstrings if first <= line <= last}
+
+
+def python_files():
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode == 0 and listed.stdout.strip():
+        return [ROOT / name for name in listed.stdout.split()]
+    skipped = {".venv", "node_modules"}
+    return [path for path in ROOT.rglob("*.py") if not skipped & set(path.parts)]
+
+
+def test_code_line_counter_counts_what_the_budget_means():
+    source = ('"""Module doc."""\nimport os  # a comment\n\n# only a comment\n'
+              'def f(a,\n      b):\n    """Doc\n    string."""\n    return (a +\n            b)\n')
+    assert sorted(code_lines(source)) == [2, 5, 6, 9, 10]
+
+
+@pytest.mark.parametrize("name, cls, budget", BUDGETS, ids=[b[0] for b in BUDGETS])
+def test_budget(name, cls, budget):
+    source = (ROOT / name).read_text(encoding="utf-8")
+    first, last = 1, None
+    if cls:
+        node = next(node for node in ast.parse(source).body
+                    if isinstance(node, ast.ClassDef) and node.name == cls)
+        first, last = node.lineno, node.end_lineno
+    count = len(code_lines(source, first, last))
+    what = f"{name} {cls}" if cls else name
+    SUMMARY_LINES.append(f"size: {what}: {count} code lines (budget {budget})")
+    assert count <= budget, f"{what} has {count} code lines, over its budget of {budget}"
+
+
+def test_no_line_over_100_characters():
+    long_lines = []
+    for path in python_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if len(line) > 100:
+                long_lines.append(f"{path.relative_to(ROOT)}:{number}: {len(line)} characters")
+    assert not long_lines, "\n".join(long_lines)
+
+
+def test_ruff_check_passes():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
