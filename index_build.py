@@ -154,17 +154,24 @@ def scan_docs(docs_dir):
     An unreadable folder raises OSError.
     """
     docs_dir = Path(docs_dir)
-    root = docs_dir.resolve()
+    root = None  # resolved only when a symlink needs checking: resolving costs a syscall per part
     usable, skipped = [], []
-    for name in sorted(os.listdir(docs_dir)):
+    with os.scandir(docs_dir) as entries:
+        entries = sorted(entries, key=lambda entry: entry.name)
+    for entry in entries:
+        name = entry.name
         if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
             continue
         problem = name_problem(name)
         if problem is None:
             path = docs_dir / name
             try:
-                real = path.resolve()
-                inside = real.parent == root and real.is_file()
+                if entry.is_symlink():
+                    root = root or docs_dir.resolve()
+                    real = path.resolve()
+                    inside = real.parent == root and real.is_file()
+                else:
+                    inside = entry.is_file(follow_symlinks=False)
             except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
                 inside = False
             if not inside:
