@@ -47,6 +47,7 @@ import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -678,7 +679,7 @@ def manifest_problem(manifest):
         if not (isinstance(info, dict) and isinstance(info.get("title"), str)
                 and isinstance(info.get("sha256"), str) and type(info.get("passages")) is int):
             return f"the entry for {name} lacks its title, sha256 or passage count"
-    if not isinstance(manifest.get("docs_dir"), str):
+    if not isinstance(manifest.get("docs_dir"), str) or "\0" in manifest["docs_dir"]:
         return "no 'docs_dir' string"
     if manifest.get("model") != MODEL_NAME:
         return f"built with the model {short(manifest.get('model'))}, not {MODEL_NAME}"
@@ -818,8 +819,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    previous = {number: signal.signal(number, stop_on_signal)
-                for number in (signal.SIGTERM, signal.SIGINT)}
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only it may set handlers
+        previous = {number: signal.signal(number, stop_on_signal)
+                    for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         manifest = build_index(args.docs, args.index)
     except BuildError as e:

@@ -571,6 +571,8 @@ DAMAGE = {
         "../x.txt": m["files"]["faq.txt"]}}), '"../x.txt" is not a file name'),
     "manifest dimension": (edit_manifest(lambda m: {**m, "dimension": 768}),
                            "'dimension' is 768, but the model makes 384-dimensional vectors"),
+    "docs_dir with a NUL": (edit_manifest(lambda m: {**m, "docs_dir": "do\0cs"}),
+                            "manifest.json: no 'docs_dir' string"),
     "data is a path": (edit_manifest(lambda m: {**m, "data": "../../etc"}),
                        "'data' is \"../../etc\", not the name of a data folder"),
     "data folder missing": (edit_manifest(lambda m: {**m, "data": "data-gone"}),
