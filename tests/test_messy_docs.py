@@ -139,9 +139,10 @@ def make_messy(docs, outside):
     return names
 
 
-@pytest.fixture
-def messy_index(tmp_path):
+@pytest.fixture(scope="module")
+def messy_index(tmp_path_factory):
     """A CLI build over a messy folder: (docs, index, the finished process, expected skips)."""
+    tmp_path = tmp_path_factory.mktemp("messy")
     docs, outside = tmp_path / "docs", tmp_path / "outside"
     outside.mkdir()
     skipped = make_messy(docs, outside)
@@ -375,7 +376,7 @@ def test_searches_never_fail_while_the_index_is_rebuilt(small_docs, tmp_path, mo
     failures, builds = [], []
 
     def rebuild():
-        for _ in range(4):
+        for _ in range(3):
             builds.append(index_build.build_index(small_docs, index_dir, model=model)["data"])
     try:
         assert live.call("search", {"query": "warm up"})["isError"] is False
@@ -390,7 +391,7 @@ def test_searches_never_fail_while_the_index_is_rebuilt(small_docs, tmp_path, mo
         builder.join()
     finally:
         live.close()
-    assert failures == [] and len(set(builds)) == 4
+    assert failures == [] and len(set(builds)) == 3
     data_folders = [p.name for p in index_dir.iterdir() if p.name.startswith("data-")]
     assert data_folders == [builds[-1]] and leftovers(index_dir, tmp_path) == []
 
