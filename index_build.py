@@ -65,7 +65,6 @@ TITLE_MAX_CHARS = 200
 # C0 control characters other than tab, newline, vertical tab, form feed and carriage return.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 NON_SPACE = re.compile(r"\S")
-FIRST_VISIBLE = NEXT_VISIBLE = NON_SPACE
 
 # Passage sizes, in characters. The model reads at most 256 word pieces (about 1,000
 # characters of English) and silently ignores the rest, so a passage must stay under
@@ -256,7 +255,7 @@ def file_sha256(path):
 
 def document_title(text):
     """The first non-empty line (every document opens with its title), cut to TITLE_MAX_CHARS."""
-    first = FIRST_VISIBLE.search(text)
+    first = NON_SPACE.search(text)
     if first is None:
         return ""
     # Only a window is split into lines: a 16 MB file of one line must not be copied whole.
@@ -295,7 +294,7 @@ def split_long(paragraph, limit=MAX_PASSAGE_CHARS):
                 parts.append(current)
                 current = ""
             parts.append(sentence[start:cut])
-            next_visible = NEXT_VISIBLE.search(sentence, cut)
+            next_visible = NON_SPACE.search(sentence, cut)
             start = next_visible.start() if next_visible else len(sentence)
         sentence = sentence[start:]
         if not sentence:

@@ -448,7 +448,8 @@ def get_document(name: str) -> str:
 
     Use it when the passages from search are not enough and the whole file is needed,
     for example the complete menu (menu_prices.txt). The name must be one of those
-    list_documents returns, such as "faq.txt"; paths are not accepted.
+    list_documents returns, such as "faq.txt"; paths are not accepted. A file longer than
+    200,000 characters is cut there, with a note saying so.
     """
     rate_limit.check()
     manifest, docs_dir = library.manifest_and_docs()
