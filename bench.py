@@ -1,6 +1,6 @@
 """bench.py - how fast is mcp_min, and the search server built on it?
 
-One run, one raw-pipe JSON-RPC client, three parts side by side:
+One run, one raw-pipe JSON-RPC client, four parts side by side:
 
 1. protocol  The same `echo(text: str) -> str` tool served by mcp_min, by the official
              SDK's MCPServer, and by a bare asyncio "floor" server that parses each line
@@ -16,11 +16,14 @@ One run, one raw-pipe JSON-RPC client, three parts side by side:
              10k and 100k synthetic passages (1M with --full): build time, query p50,
              index bytes, recall@5. It ends with the size at which an index should
              switch from flat to HNSW.
+4. split     index_build reading and cutting one document of 1, 4 and 16 MB into
+             passages, in three shapes (prose, no whitespace, log lines): the
+             build's time against document size before the embedding.
 
 Run it with the project's virtualenv (the servers use the same interpreter):
 
     make bench                                  # = .venv/bin/python bench.py
-    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,scale]
+    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,scale,split]
     python bench.py --serve floor|mcp_min|mcp_min_async|sdk   # one echo server on stdio (part 1)
 
 The table goes to stdout, progress to stderr, the raw numbers to bench_results.json.
@@ -44,9 +47,10 @@ DEFAULT_JSON = "bench_results.json"
 SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
     "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
                     search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200,
-                    build_copies=20),
+                    build_copies=20, split_mb=[1, 4, 16]),
     "quick": dict(spawns=3, warmup=50, calls=300, rounds=2, search_spawns=2, cold_spawns=1,
-                  search_rounds=1, scale_sizes=[10_000], scale_queries=50, build_copies=0),
+                  search_rounds=1, scale_sizes=[10_000], scale_queries=50, build_copies=0,
+                  split_mb=[1, 4]),
 }
 
 
@@ -596,6 +600,46 @@ def recommend(rows):
 
 
 # ---------------------------------------------------------------------------
+# Part 4: building the index: reading and splitting one document, against its size
+# ---------------------------------------------------------------------------
+
+def split_shapes(size):
+    """About `size` characters of text in three shapes: prose paragraphs, one line without
+    any whitespace, and log lines (no blank line, no full stop followed by a space)."""
+    sentence = "The cafe opens at nine and the kettle is always on. "
+    paragraph = sentence * 12 + "\n\n"
+    log_line = "2026-12-01 00:00:00 INFO worker-3 request done status=200 bytes=5123\n"
+    return {"prose": (paragraph * (size // len(paragraph) + 1))[:size],
+            "no whitespace": "x" * size,
+            "log lines": (log_line * (size // len(log_line) + 1))[:size]}
+
+
+def bench_split(size):
+    """Seconds index_build takes to read, check and cut one document of each shape and size
+    into passages: the part of a build before the embedding. It used to be quadratic (16 MB
+    without whitespace: 12.5 s, of log lines: 21.6 s); the embedding after it costs a fixed
+    time per passage, part 2's rate."""
+    import shutil
+    import tempfile
+    import index_build
+    rows = []
+    folder = tempfile.mkdtemp(prefix="bench-split-")
+    try:
+        for megabytes in size.get("split_mb", [1]):
+            progress(f"split: one document of {megabytes} MB, three shapes")
+            for shape, text in split_shapes(megabytes * 2 ** 20).items():
+                with open(os.path.join(folder, "doc.txt"), "w", encoding="utf-8") as f:
+                    f.write(text)
+                started = time.perf_counter()
+                _, passages = index_build.read_documents(folder)
+                rows.append({"mb": megabytes, "shape": shape, "passages": len(passages),
+                             "seconds": time.perf_counter() - started})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"rows": rows, "notes": []}
+
+
+# ---------------------------------------------------------------------------
 # Report: targets, tables, JSON
 # ---------------------------------------------------------------------------
 
@@ -727,6 +771,17 @@ def report(results):
                        f"p50 ms, {os.cpu_count()} threads", "recall@5"], rows),
                 "recommendation: " + scale["recommendation"]]
 
+    split = results.get("split", {})
+    if split:
+        out += ["", "4. split: index_build reads, checks and cuts one document into passages "
+                "(the build before embedding)"] + [f"note: {n}" for n in split["notes"]]
+    if split.get("rows"):
+        rate = search.get("build", {}).get("marginal_passages_s")
+        rows = [[f"{r['mb']} MB", r["shape"], f"{r['passages']:,}", f"{r['seconds']:.2f}",
+                 f"{r['mb'] / r['seconds']:.0f}" if r["seconds"] else "-",
+                 f"{r['passages'] / rate:.0f}" if rate else "-"] for r in split["rows"]]
+        header = ["size", "shape", "passages", "split s", "MB/s", "embedding s (part 2 rate)"]
+        out.append(table(header, rows))
     if results["targets"]:
         out += ["", "targets", table(["", "value", "goal", ""], results["targets"])]
     return "\n".join(out)
@@ -743,7 +798,7 @@ def main(argv=None):
                         help="also 1M passages in the scale part (slow)")
     parser.add_argument("--json", default=DEFAULT_JSON,
                         help=f"where to write raw numbers (default {DEFAULT_JSON})")
-    parser.add_argument("--parts", default="protocol,search,scale",
+    parser.add_argument("--parts", default="protocol,search,scale,split",
                         help="comma-separated subset to run")
     args = parser.parse_args(argv)
     size = SIZES["quick" if args.quick else "default"]
@@ -753,7 +808,7 @@ def main(argv=None):
     results = {"machine": machine_info(), "config": {**size, "full": args.full, "parts": parts}}
     runners = {"protocol": lambda: asyncio.run(bench_protocol(size)),
                "search": lambda: asyncio.run(bench_search(size)),
-               "scale": lambda: bench_scale(size, args.full)}
+               "scale": lambda: bench_scale(size, args.full), "split": lambda: bench_split(size)}
     for part in parts:
         try:
             results[part] = runners[part]()

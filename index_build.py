@@ -9,16 +9,24 @@ by the all-MiniLM-L6-v2 sentence-embedding model. Passages that mean similar thi
 get vectors that point in similar directions, so "can I bring a dog" lands near the
 paragraph about dogs even though the words differ.
 
-The index folder ends up holding three files:
+A file that cannot be a document is skipped with one line on stderr that says why: it
+cannot be read, its bytes are not text (NUL bytes, not UTF-8, mostly control characters),
+it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is a symlink out of the
+folder. The build fails as a whole only when no usable file is left.
 
-    vectors.faiss     the vectors, in a FAISS index (inner product on unit vectors = cosine)
-    passages.jsonl    one passage per line: {"source", "passage", "paragraph", "text"}
-    manifest.json     model name, dimension, index type, counts, creation time, and the
-                      sha256 of every source file, so a server can tell when docs changed
+The index folder ends up holding:
 
-The folder is built next to its final place under a temporary name and only renamed
-into place when everything is written: a failed build leaves nothing half-written,
-and an older index, if there was one, stays as it was.
+    manifest.json     model name, dimension, index type, counts, creation time, the sha256
+                      of every source file (so a server can tell when docs changed), the
+                      files skipped and why, and "data": the folder holding the rest
+    data-*/vectors.faiss    the vectors, in a FAISS index (inner product on unit vectors = cosine)
+    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
+    .lock             held by the build that is running, so two builds never mix
+
+Each build writes a new data folder under a temporary name and then swaps manifest.json
+with one atomic rename: a server reading the index meanwhile sees the old index or the
+new one, never a mix, and a failed or interrupted build (SIGTERM, Ctrl-C) leaves the
+old index as it was. Leftovers of a build that was killed outright are removed by the next.
 
 This module is also the one place that knows how to load the embedding model
 (load_model) and read an index back (load_index); server.py imports both. It imports
@@ -27,19 +35,36 @@ sentence-transformers and faiss are imported inside the functions that need them
 """
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
+import stat
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDING_DIMENSION = 384  # what the model makes; an index of any other size is damaged
 DOC_SUFFIXES = (".txt", ".md")
+
+# The largest document accepted: 32 MiB of text is some 35,000 passages, about seven
+# minutes of embedding on one core. Anything bigger is more likely a dump than a document.
+MAX_FILE_BYTES = 32 * 2 ** 20
+# A title is a document's first line, which in a log or a one-line dump can be megabytes;
+# list_documents shows every title, so each is cut to this many characters.
+TITLE_MAX_CHARS = 200
+# C0 control characters other than tab, newline, vertical tab, form feed and carriage return.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+NON_SPACE = re.compile(r"\S")
 
 # Passage sizes, in characters. The model reads at most 256 word pieces (about 1,000
 # characters of English) and silently ignores the rest, so a passage must stay under
@@ -76,6 +101,13 @@ PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": Fa
 MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
 VECTORS_FILE = "vectors.faiss"
+LOCK_FILE = ".lock"
+DATA_PREFIX = "data-"           # data-<time>-<random>: the vectors and passages of one build
+BUILDING_PREFIX = ".building-"  # a data folder still being written
+OLD_LAYOUT_FILES = (VECTORS_FILE, PASSAGES_FILE)  # once written next to manifest.json
+# A passage read back longer than this means a damaged or foreign passages.jsonl; the bound
+# also keeps 50 search results far below the protocol's message limit.
+MAX_STORED_PASSAGE_CHARS = 2 * MAX_PASSAGE_CHARS
 
 
 class BuildError(Exception):
@@ -85,48 +117,163 @@ class BuildError(Exception):
 # ----------------------------------------------------------------------------
 # Reading the documents
 
-def list_doc_files(docs_dir):
-    """The .txt/.md files directly inside docs_dir that may be indexed and served, sorted by name.
+class Unusable(Exception):
+    """A file that cannot be a document; the message says why, e.g. "holds NUL bytes: ..."."""
 
-    Hidden files (editor swap files and the like) are skipped, and so is anything that is
-    not a regular file or that resolves to a place outside docs_dir - a symlink pointing
-    at /etc/passwd must never become a "document".
+
+def shown_name(name):
+    """A file name fit for a message: as it is when it is printable UTF-8, else with escapes.
+
+    os.listdir hands over a name that is not UTF-8 with its bad bytes as lone surrogates;
+    printed as they are they would crash the print, so they become \\xNN, and control
+    characters (a newline, an escape) become \\n, \\x1b and the like.
+    """
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    if text == name and text.isprintable():
+        return name
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def name_problem(name):
+    """Why a file name cannot be a document name (which JSON and a model must carry), or None."""
+    if shown_name(name) == name:
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8; rename it"
+    return "its name holds control characters; rename it"
+
+
+def os_reason(error):
+    """An OSError in a few words, without the path that str(error) would show."""
+    return (error.strerror or type(error).__name__).lower()
+
+
+def scan_docs(docs_dir):
+    """(usable, skipped): the candidate documents directly inside docs_dir, in name order.
+
+    Candidates are the .txt and .md files; hidden files (editor swap files and the like)
+    and other suffixes are not documents and are passed over without a word.
+    usable:  [Path] of candidates whose name and place are fine (their bytes are checked
+             when they are read)
+    skipped: [(shown name, reason)] for candidates that cannot be documents: a name that
+             is not UTF-8, or not a regular file inside the folder - a symlink pointing at
+             /etc/passwd must never become a "document".
+    An unreadable folder raises OSError.
     """
     docs_dir = Path(docs_dir)
-    root = docs_dir.resolve()
-    files = []
-    for path in sorted(docs_dir.iterdir(), key=lambda p: p.name):
-        if path.name.startswith(".") or path.suffix.lower() not in DOC_SUFFIXES:
+    root = None  # resolved only when a symlink needs checking: resolving costs a syscall per part
+    usable, skipped = [], []
+    with os.scandir(docs_dir) as entries:
+        entries = sorted(entries, key=lambda entry: entry.name)
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
             continue
-        real = path.resolve()
-        if not real.is_file() or real.parent != root:
-            print(f"index_build: skipping {path.name}: not a regular file inside the docs folder",
-                  file=sys.stderr)
-            continue
-        files.append(path)
-    return files
+        problem = name_problem(name)
+        if problem is None:
+            path = docs_dir / name
+            try:
+                if entry.is_symlink():
+                    root = root or docs_dir.resolve()
+                    real = path.resolve()
+                    inside = real.parent == root and real.is_file()
+                else:
+                    inside = entry.is_file(follow_symlinks=False)
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+                inside = False
+            if not inside:
+                problem = "not a regular file inside the docs folder"
+        if problem is None:
+            usable.append(path)
+        else:
+            skipped.append((shown_name(name), problem))
+    return usable, skipped
 
 
-def file_sha256(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def read_document_bytes(path, limit=None):
+    """The bytes of one document, or Unusable if it is not a readable regular file within limit."""
+    limit = MAX_FILE_BYTES if limit is None else limit
+    try:
+        # O_NONBLOCK: a FIFO that took a document's place must not hang the build.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise Unusable(f"cannot be read ({os_reason(e)})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unusable("not a regular file")
+        too_big = f"larger than the {limit / 2 ** 20:g} MiB limit for one document"
+        if info.st_size > limit:
+            raise Unusable(f"{too_big} ({info.st_size / 2 ** 20:.1f} MiB)")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise Unusable(f"cannot be read ({os_reason(e)})") from None
+    if len(data) > limit:  # it grew since fstat
+        raise Unusable(too_big)
+    return data
+
+
+def decode_text(data):
+    """The text of a document's bytes: UTF-8 (a byte order mark is allowed), or UTF-16 with one.
+
+    Raises Unusable for bytes that are not text: a NUL byte never occurs in UTF-8 text and
+    is the mark of binary files and of UTF-16 written without a byte order mark; and text
+    that is more than 1% control characters is not something a person wrote.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        codec, label = "utf-16", "UTF-16"
+    else:
+        codec, label = "utf-8-sig", "UTF-8"  # -sig: tolerate the byte order mark some editors write
+        if b"\x00" in data:
+            raise Unusable(f"holds NUL bytes (the first at offset {data.index(0)}), so it is "
+                           "binary or UTF-16 without a byte order mark; save it as UTF-8")
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError as e:
+        raise Unusable(f"not valid {label} (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                       "save it as UTF-8") from None
+    controls = len(text) - len(CONTROL_CHARACTERS.sub("", text))
+    if controls * 100 > len(text):
+        raise Unusable(f"{controls:,} of its {len(text):,} characters are control characters, "
+                       "so it is not plain text")
+    return text
 
 
 def read_text(path):
-    """The file's text; a file that is not UTF-8 is an error that names the file."""
-    data = Path(path).read_bytes()
+    """The text of one document; raises Unusable saying why it is not one."""
+    return decode_text(read_document_bytes(path))
+
+
+def file_sha256(path):
+    """sha256 of a file's bytes, or None when it cannot be read (nothing to compare then)."""
     try:
-        return data.decode("utf-8-sig")  # -sig: tolerate the byte-order mark some editors write
-    except UnicodeDecodeError as e:
-        raise BuildError(f"{Path(path).name} is not valid UTF-8 (byte 0x{data[e.start]:02x} "
-                         f"at offset {e.start}); save it as UTF-8 and try again") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        try:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+        except OSError:
+            return None
 
 
 def document_title(text):
-    """The first non-empty line: every document opens with its title."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-empty line (every document opens with its title), cut to TITLE_MAX_CHARS."""
+    first = NON_SPACE.search(text)
+    if first is None:
+        return ""
+    # Only a window is split into lines: a 16 MB file of one line must not be copied whole.
+    window = text[first.start():first.start() + TITLE_MAX_CHARS + 1]
+    line = window.splitlines()[0].strip()
+    if len(line) > TITLE_MAX_CHARS:
+        line = line[:TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return line
 
 
 # ----------------------------------------------------------------------------
@@ -138,21 +285,30 @@ def split_paragraphs(text):
 
 
 def split_long(paragraph, limit=MAX_PASSAGE_CHARS):
-    """Cut a paragraph longer than limit into runs of whole sentences, each within limit."""
+    """Cut a paragraph longer than limit into runs of whole sentences, each within limit.
+
+    Linear in the paragraph's length: a sentence longer than the limit is walked with an
+    offset, never re-copied from its cut onwards (that copy made 16 MB without a full stop
+    take half a minute).
+    """
     if len(paragraph) <= limit:
         return [paragraph]
-    sentences = re.split(r"(?<=[.!?])\s+", paragraph)
     parts, current = [], ""
-    for sentence in sentences:
+    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+        start = 0
         # A single sentence longer than the limit is cut at the last space that fits.
-        while len(sentence) > limit:
-            cut = sentence.rfind(" ", 0, limit)
-            cut = cut if cut > 0 else limit
-            sentence_head, sentence = sentence[:cut], sentence[cut:].lstrip()
+        while len(sentence) - start > limit:
+            cut = sentence.rfind(" ", start, start + limit)
+            cut = cut if cut > start else start + limit
             if current:
                 parts.append(current)
                 current = ""
-            parts.append(sentence_head)
+            parts.append(sentence[start:cut])
+            next_visible = NON_SPACE.search(sentence, cut)
+            start = next_visible.start() if next_visible else len(sentence)
+        sentence = sentence[start:]
+        if not sentence:
+            continue
         if current and len(current) + 1 + len(sentence) > limit:
             parts.append(current)
             current = ""
@@ -200,30 +356,51 @@ def embedding_texts(files, passages, passage_text):
     return [embedding_text(files[p["source"]]["title"], p["text"], passage_text) for p in passages]
 
 
-def read_documents(docs_dir):
+def read_documents(docs_dir, skipped=None):
     """Read every document, returning (files, passages) ready to embed and describe.
 
     files:    {name: {"sha256", "bytes", "title", "passages"}} in name order
     passages: [{"source", "passage", "paragraph", "text"}], passage numbered from 1 per file
+    skipped:  if given, a dict that receives {shown name: reason} for every file that could
+              not be used; each one is also reported on stderr as it is met.
+    Raises BuildError when the folder cannot be read or nothing usable is in it.
     """
     docs_dir = Path(docs_dir)
+    skipped = {} if skipped is None else skipped
     if not docs_dir.exists():
         raise BuildError(f"docs folder not found: {docs_dir}")
     if not docs_dir.is_dir():
         raise BuildError(f"not a folder: {docs_dir}")
-    paths = list_doc_files(docs_dir)
-    if not paths:
-        raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
+    try:
+        paths, unusable = scan_docs(docs_dir)
+    except OSError as e:
+        raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
 
+    def skip(shown, reason):
+        skipped[shown] = reason
+        print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
+
+    for shown, reason in unusable:
+        skip(shown, reason)
     files, passages = {}, []
     for path in paths:
-        text = read_text(path)
+        try:
+            data = read_document_bytes(path)
+            text = decode_text(data)
+        except Unusable as e:
+            skip(path.name, str(e))
+            continue
         pieces = split_into_passages(text)
-        files[path.name] = {"sha256": file_sha256(path), "bytes": path.stat().st_size,
+        files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
                             "title": document_title(text), "passages": len(pieces)}
         for position, (paragraph, passage_text) in enumerate(pieces, start=1):
             passages.append({"source": path.name, "passage": position,
                              "paragraph": paragraph, "text": passage_text})
+    if not paths and not unusable:
+        raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
+    if not files:
+        raise BuildError(f"none of the {len(skipped)} .txt/.md files in {docs_dir} can be used "
+                         "(see the lines above): nothing to index")
     if not passages:
         raise BuildError(f"the files in {docs_dir} contain no text: nothing to index")
     return files, passages
@@ -277,33 +454,95 @@ def make_faiss_index(vectors):
 
 # ----------------------------------------------------------------------------
 # Writing the index folder, all or nothing
+#
+# The index folder is never replaced, only its contents: the vectors and passages of each
+# build go to a folder of their own (data-*), and manifest.json, which names that folder,
+# is swapped in with one rename. A reader that opens manifest.json gets the old index or
+# the new one, whole, and a folder given as a symlink keeps being that symlink.
 
-def prepare_build_dir(index_dir):
-    """Create an empty temporary folder next to index_dir, where the new index is written.
-
-    Being a sibling means the final rename stays on the same filesystem (so it is a rename,
-    not a copy). Anything that makes index_dir unwritable shows up here, before the
-    model is even loaded.
-    """
+def check_index_dir(index_dir):
+    """Refuse an index path that cannot or must not hold an index, before any work is done."""
     index_dir = Path(index_dir)
-    parent = index_dir.parent
+    if index_dir.is_symlink() and not index_dir.exists():
+        raise BuildError(f"cannot write the index: {index_dir} is a symlink to nothing; "
+                         "create the folder it points to, or remove the link")
     if index_dir.exists() and not index_dir.is_dir():
         raise BuildError(f"cannot write the index: {index_dir} exists and is not a folder")
-    if index_dir.is_dir() and any(index_dir.iterdir()) and not (index_dir / MANIFEST_FILE).exists():
-        # Never wipe a folder that is not an index we built (think: --index docs).
-        raise BuildError(f"refusing to replace {index_dir}: it is not empty and has no "
-                         f"{MANIFEST_FILE}, so it is not an index folder")
-    if not parent.is_dir():
-        raise BuildError(f"cannot write the index: {parent} is not an existing folder")
+    if not index_dir.parent.is_dir():
+        raise BuildError(f"cannot write the index: {index_dir.parent} is not an existing folder")
+    if index_dir.is_dir() and not (index_dir / MANIFEST_FILE).exists():
+        try:
+            strangers = [name for name in os.listdir(index_dir) if not is_ours(name)]
+        except OSError as e:
+            raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
+        if strangers:
+            # Never fill or clean a folder that is not an index we built (think: --index docs).
+            raise BuildError(f"refusing to write the index into {index_dir}: it holds files and "
+                             f"no {MANIFEST_FILE}, so it is not an index folder")
+
+
+def is_ours(name):
+    """Whether a name in an index folder is one that index_build writes."""
+    return (name in (MANIFEST_FILE, LOCK_FILE, VECTORS_FILE, PASSAGES_FILE)
+            or name.startswith((DATA_PREFIX, BUILDING_PREFIX, MANIFEST_FILE + ".")))
+
+
+@contextlib.contextmanager
+def build_lock(index_dir):
+    """Hold the index folder for one build: create it if needed, lock it, sweep leftovers.
+
+    A second build of the same folder stops at once with a message naming the first one's
+    process. The lock is an flock, which the system drops when a process dies however it
+    dies, so a killed build never blocks the next. A folder this build created is removed
+    again if the build publishes nothing.
+    """
+    index_dir = Path(index_dir)
+    created = not index_dir.exists()
     try:
-        build_dir = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}-building-", dir=parent))
+        index_dir.mkdir(exist_ok=True)
+        fd = os.open(index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
-        raise BuildError(f"cannot write the index in {parent}: {e.strerror}") from None
-    # mkdtemp makes the folder private (0700); give it the permissions a plain mkdir would.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(build_dir, 0o777 & ~umask)
-    return build_dir
+        raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise BuildError(f"another index_build (process {other}) is writing {index_dir} "
+                             "right now; wait for it to finish, then run this again") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            remove_leftovers(index_dir)
+            yield index_dir
+        finally:
+            if created and not (index_dir / MANIFEST_FILE).exists():
+                shutil.rmtree(index_dir, ignore_errors=True)
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def remove_leftovers(index_dir, keep=None):
+    """Delete what killed or older builds left: temporary folders, data folders no manifest
+    names, and the sibling .NAME-building-* / .NAME-old-* folders of earlier versions of
+    this script. Only called while holding the build lock, so nothing here is in use."""
+    index_dir = Path(index_dir)
+    if keep is None:
+        try:
+            keep = read_manifest(index_dir).get("data")
+        except IndexProblem:
+            keep = None
+    for name in os.listdir(index_dir):
+        path = index_dir / name
+        if name.startswith(BUILDING_PREFIX) or (name.startswith(DATA_PREFIX) and name != keep):
+            shutil.rmtree(path, ignore_errors=True)
+        elif name.startswith(MANIFEST_FILE + ".") or (keep and name in OLD_LAYOUT_FILES):
+            path.unlink(missing_ok=True)  # a stray manifest copy, or the files of the old layout
+    sibling_prefixes = (f".{index_dir.name}-building-", f".{index_dir.name}-old-")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(index_dir.parent):
+            if name.startswith(sibling_prefixes):
+                shutil.rmtree(index_dir.parent / name, ignore_errors=True)
 
 
 def write_index_files(build_dir, faiss_index, passages, manifest):
@@ -314,31 +553,26 @@ def write_index_files(build_dir, faiss_index, passages, manifest):
         for passage in passages:
             f.write(json.dumps(passage, ensure_ascii=False) + "\n")
     # The manifest goes last: a folder with a manifest is a complete index.
-    (build_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+    (build_dir / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
-def swap_into_place(build_dir, index_dir):
-    """Move the finished build_dir to index_dir, replacing an older index if there is one.
+def publish(build_dir, index_dir, manifest):
+    """Make the finished build_dir the index: move it to its data folder, then swap the manifest.
 
-    POSIX cannot rename a folder over a non-empty folder, so the old index is first moved
-    aside, then the new one moved in, then the old one deleted. If the second step fails
-    the old index is put back.
+    os.replace of one file is atomic: readers see the old manifest or the new one. The old
+    data folders are deleted after the swap; a server that was just reading one finds its
+    files gone, sees that the manifest changed, and reads the new one (load_index).
     """
     index_dir = Path(index_dir)
-    old_dir = None
-    if index_dir.exists():
-        old_dir = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}-old-", dir=index_dir.parent))
-        os.rmdir(old_dir)  # only wanted a free unique name
-        os.rename(index_dir, old_dir)
+    data_dir = index_dir / manifest["data"]
+    os.rename(build_dir, data_dir)
     try:
-        os.rename(build_dir, index_dir)
-    except OSError:
-        if old_dir is not None:
-            os.rename(old_dir, index_dir)
+        os.replace(data_dir / MANIFEST_FILE, index_dir / MANIFEST_FILE)
+    except BaseException:  # including an interruption: the unnamed data folder must go too
+        shutil.rmtree(data_dir, ignore_errors=True)
         raise
-    if old_dir is not None:
-        shutil.rmtree(old_dir, ignore_errors=True)
+    remove_leftovers(index_dir, keep=manifest["data"])
 
 
 def docs_dir_for_manifest(docs_dir, index_dir):
@@ -351,43 +585,58 @@ def docs_dir_for_manifest(docs_dir, index_dir):
         return str(docs_dir)
 
 
-def build_index(docs_dir, index_dir, model=None, show_progress=None):
+def build_index(docs_dir, index_dir, model=None, show_progress=None, skipped=None):
     """Build the index for docs_dir into index_dir and return its manifest.
 
     model: an already loaded model (the tests share one), else one is loaded here.
-    Raises BuildError for problems the user can fix; on any failure index_dir is untouched.
+    skipped: if given, a dict that receives {shown name: reason} for the files left out.
+    Raises BuildError for problems the user can fix; on any failure, interruptions
+    included, index_dir is as it was and no temporary folder is left.
     """
-    files, passages = read_documents(docs_dir)
-    build_dir = prepare_build_dir(index_dir)
-    try:
-        if model is None:
-            model = load_model()
-        if show_progress is None:
-            show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
-        texts = embedding_texts(files, passages, RANKING["passage_text"])
-        vectors = embed(model, texts, show_progress_bar=show_progress)
-        faiss_index = make_faiss_index(vectors)
-        manifest = {
-            "model": MODEL_NAME,
-            "dimension": int(vectors.shape[1]),
-            "normalized": True,
-            "metric": "inner_product",
-            "index_type": type(faiss_index).__name__,
-            "docs_dir": docs_dir_for_manifest(docs_dir, index_dir),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "counts": {"files": len(files), "passages": len(passages)},
-            "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
-            "ranking": RANKING,
-            "files": files,
-        }
+    skipped = {} if skipped is None else skipped
+    files, passages = read_documents(docs_dir, skipped)
+    check_index_dir(index_dir)
+    with build_lock(index_dir) as index_dir:
         try:
-            write_index_files(build_dir, faiss_index, passages, manifest)
-            swap_into_place(build_dir, index_dir)
-        except (OSError, RuntimeError) as e:  # RuntimeError: faiss' C++ writer failed
-            raise BuildError(f"cannot write the index to {index_dir}: "
-                             f"{getattr(e, 'strerror', None) or e}") from None
-    finally:  # whatever happened, no temporary folder is left behind
-        if build_dir.exists():
+            build_dir = Path(tempfile.mkdtemp(prefix=BUILDING_PREFIX, dir=index_dir))
+        except OSError as e:
+            raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
+        try:
+            # mkdtemp makes the folder private (0700); give it the permissions a mkdir would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(build_dir, 0o777 & ~umask)
+            if model is None:
+                model = load_model()
+            if show_progress is None:
+                show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
+            texts = embedding_texts(files, passages, RANKING["passage_text"])
+            vectors = embed(model, texts, show_progress_bar=show_progress)
+            faiss_index = make_faiss_index(vectors)
+            created = datetime.now(timezone.utc)
+            manifest = {
+                "model": MODEL_NAME,
+                "dimension": int(vectors.shape[1]),
+                "normalized": True,
+                "metric": "inner_product",
+                "index_type": type(faiss_index).__name__,
+                "docs_dir": docs_dir_for_manifest(docs_dir, index_dir),
+                "created": created.isoformat(timespec="seconds"),
+                "data": f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}",
+                "counts": {"files": len(files), "passages": len(passages),
+                           "skipped": len(skipped)},
+                "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
+                "ranking": RANKING,
+                "files": files,
+                "skipped": skipped,
+            }
+            try:
+                write_index_files(build_dir, faiss_index, passages, manifest)
+                publish(build_dir, index_dir, manifest)
+            except (OSError, RuntimeError) as e:  # RuntimeError: faiss' C++ writer failed
+                raise BuildError(f"cannot write the index to {index_dir}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
+        finally:  # whatever happened, no temporary folder is left behind
             shutil.rmtree(build_dir, ignore_errors=True)
     return manifest
 
@@ -399,16 +648,75 @@ class IndexProblem(Exception):
     """The index is missing, unreadable or out of date; the message says what to do."""
 
 
-def read_manifest(index_dir):
-    path = Path(index_dir) / MANIFEST_FILE
+def damaged(problem):
+    return IndexProblem(f"the search index is damaged ({problem}); run `make index` to rebuild it")
+
+
+def manifest_stamp(index_dir):
+    """What changes whenever manifest.json is replaced (a new inode) or edited; None if absent."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        info = os.stat(Path(index_dir) / MANIFEST_FILE)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def read_manifest(index_dir):
+    """The manifest of an index folder, checked; IndexProblem names anything wrong with it."""
+    index_dir = Path(index_dir)
+    try:
+        text = (index_dir / MANIFEST_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise IndexProblem(f"no search index found (missing {Path(index_dir).name}/{MANIFEST_FILE}); "
+        raise IndexProblem(f"no search index found (missing {index_dir.name}/{MANIFEST_FILE}); "
                            "run `make index` to build it") from None
-    except (OSError, ValueError) as e:
-        raise IndexProblem(f"the search index manifest cannot be read ({e}); "
-                           "run `make index` to rebuild it") from None
+    except OSError as e:
+        raise damaged(f"{MANIFEST_FILE} cannot be read: {os_reason(e)}") from None
+    except UnicodeDecodeError:
+        raise damaged(f"{MANIFEST_FILE} is not UTF-8") from None
+    try:
+        manifest = json.loads(text)
+    except ValueError as e:
+        what = "empty" if not text.strip() else f"not valid JSON: {e}"
+        raise damaged(f"{MANIFEST_FILE} is {what}") from None
+    problem = manifest_problem(manifest)
+    if problem:
+        raise damaged(f"{MANIFEST_FILE}: {problem}")
+    return manifest
+
+
+def short(value):
+    """A JSON value from a damaged file, cut short for a message."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def manifest_problem(manifest):
+    """What makes a parsed manifest unusable, or None."""
+    if not isinstance(manifest, dict):
+        return f"the top level is {short(manifest)}, not an object"
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return "no 'files' object"
+    for name, info in files.items():
+        if name_problem(name) or "/" in name or name in (".", "..") or len(name) > 255:
+            return f"{short(name)} is not a file name"
+        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
+                and isinstance(info.get("sha256"), str) and type(info.get("passages")) is int):
+            return f"the entry for {name} lacks its title, sha256 or passage count"
+    if not isinstance(manifest.get("docs_dir"), str) or "\0" in manifest["docs_dir"]:
+        return "no 'docs_dir' string"
+    if manifest.get("model") != MODEL_NAME:
+        return f"built with the model {short(manifest.get('model'))}, not {MODEL_NAME}"
+    if manifest.get("dimension") != EMBEDDING_DIMENSION:
+        return (f"'dimension' is {short(manifest.get('dimension'))}, "
+                f"but the model makes {EMBEDDING_DIMENSION}-dimensional vectors")
+    data = manifest.get("data", ".")  # "." : an index from before data folders existed
+    if data != "." and not (isinstance(data, str) and data.startswith(DATA_PREFIX)
+                            and "/" not in data and "\0" not in data):
+        return f"'data' is {short(data)}, not the name of a data folder"
+    if not isinstance(manifest.get("skipped", {}), dict):
+        return "'skipped' is not an object"
+    return None
 
 
 def resolve_docs_dir(manifest, index_dir):
@@ -416,40 +724,117 @@ def resolve_docs_dir(manifest, index_dir):
     return (Path(index_dir) / manifest["docs_dir"]).resolve()
 
 
-def stale_reasons(manifest, docs_dir):
-    """What differs between the indexed files and the files now in docs_dir ([] = up to date)."""
+def stale_reasons(manifest, docs_dir, sha256_of=file_sha256):
+    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
+
+    sha256_of(path) gives a file's hash, or None when it cannot tell (an unreadable file):
+    such a file is not called changed, so it fails only the get_document call that needs it.
+    """
     docs_dir = Path(docs_dir)
     if not docs_dir.is_dir():
         return [f"the docs folder '{docs_dir.name}' is missing"]
+    try:
+        usable, unusable = scan_docs(docs_dir)
+    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
+        return []
     indexed = manifest["files"]
-    present = {p.name: p for p in list_doc_files(docs_dir)}
-    reasons = [f"{name} was removed" for name in indexed if name not in present]
-    reasons += [f"{name} is new" for name in present if name not in indexed]
-    reasons += [f"{name} changed" for name, path in present.items()
-                if name in indexed and file_sha256(path) != indexed[name]["sha256"]]
+    known = set(indexed) | set(manifest.get("skipped", {}))
+    present = {path.name: path for path in usable}
+    not_usable = dict(unusable)
+    reasons = []
+    for name in indexed:
+        if name in not_usable:
+            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
+        elif name not in present:
+            reasons.append(f"{name} was removed")
+    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
+    for name, path in present.items():
+        if name in indexed:
+            sha = sha256_of(path)
+            if sha is not None and sha != indexed[name]["sha256"]:
+                reasons.append(f"{name} changed")
     return reasons
 
 
-def load_index(index_dir):
-    """(manifest, faiss_index, passages) from an index folder built by build_index."""
+def read_index_data(index_dir, manifest):
+    """(faiss_index, passages) of the data folder the manifest names; IndexProblem if damaged."""
     import faiss
 
-    index_dir = Path(index_dir)
-    manifest = read_manifest(index_dir)
+    data_dir = Path(index_dir) / manifest.get("data", ".")
+    vectors_path = data_dir / VECTORS_FILE
+    if not vectors_path.is_file():
+        raise damaged(f"{VECTORS_FILE} is missing")
     try:
-        faiss_index = faiss.read_index(str(index_dir / VECTORS_FILE))
-        with open(index_dir / PASSAGES_FILE, encoding="utf-8") as f:
-            passages = [json.loads(line) for line in f]
-    except (OSError, RuntimeError, ValueError) as e:
-        raise IndexProblem(f"the search index is damaged ({type(e).__name__}); "
-                           "run `make index` to rebuild it") from None
+        faiss_index = faiss.read_index(str(vectors_path))
+    except (RuntimeError, MemoryError, OSError):  # faiss' message would show the whole path
+        raise damaged(f"{VECTORS_FILE} is truncated or not a faiss index") from None
+    if faiss_index.d != manifest["dimension"]:
+        raise damaged(f"the vectors have {faiss_index.d} dimensions, the manifest says "
+                      f"{manifest['dimension']}")
+    passages = []
+    try:
+        with open(data_dir / PASSAGES_FILE, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                passage = json.loads(line)
+                problem = passage_problem(passage, manifest["files"])
+                if problem:
+                    raise damaged(f"{PASSAGES_FILE} line {number}: {problem}")
+                passages.append(passage)
+    except FileNotFoundError:
+        raise damaged(f"{PASSAGES_FILE} is missing") from None
+    except OSError as e:
+        raise damaged(f"{PASSAGES_FILE} cannot be read: {os_reason(e)}") from None
+    except UnicodeDecodeError:
+        raise damaged(f"{PASSAGES_FILE} is not UTF-8") from None
+    except ValueError:
+        raise damaged(f"{PASSAGES_FILE} line {len(passages) + 1} is not JSON") from None
     if faiss_index.ntotal != len(passages):
-        raise IndexProblem("the search index is damaged (vector and passage counts differ); "
-                           "run `make index` to rebuild it")
-    return manifest, faiss_index, passages
+        raise damaged(f"{faiss_index.ntotal} vectors but {len(passages)} passages")
+    return faiss_index, passages
+
+
+def passage_problem(passage, files):
+    if not isinstance(passage, dict):
+        return "not an object"
+    if not isinstance(passage.get("source"), str):
+        return "no 'source'"
+    if passage["source"] not in files:
+        return f"'source' {short(passage['source'])} is not a file in the manifest"
+    if not isinstance(passage.get("text"), str):
+        return "no 'text'"
+    if len(passage["text"]) > MAX_STORED_PASSAGE_CHARS:
+        return f"a text of {len(passage['text']):,} characters, over {MAX_STORED_PASSAGE_CHARS:,}"
+    return None
+
+
+def load_index(index_dir):
+    """(manifest, faiss_index, passages) from an index folder built by build_index.
+
+    A build that publishes while this reads can delete the data folder the old manifest
+    named; then the manifest has changed, and the new one is read instead.
+    """
+    for attempt in range(3):
+        stamp = manifest_stamp(index_dir)
+        manifest = read_manifest(index_dir)
+        try:
+            return (manifest, *read_index_data(index_dir, manifest))
+        except IndexProblem:
+            if attempt == 2 or manifest_stamp(index_dir) == stamp:
+                raise
 
 
 # ----------------------------------------------------------------------------
+
+def stop_on_signal(signum, frame):
+    """SIGTERM and SIGINT: unwind, so that every `finally` removes what the build started."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+class Interrupted(BaseException):
+    """Raised by stop_on_signal; a BaseException so that no `except Exception` swallows it."""
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Build the vector index that server.py searches.")
@@ -458,19 +843,28 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # only it may set handlers
+        previous = {number: signal.signal(number, stop_on_signal)
+                    for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         manifest = build_index(args.docs, args.index)
     except BuildError as e:
         print(f"index_build: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("index_build: interrupted; the index was not changed", file=sys.stderr)
-        return 130
+    except Interrupted as e:
+        name = signal.Signals(e.args[0]).name
+        print(f"index_build: stopped by {name}; the index was not changed", file=sys.stderr)
+        return 128 + e.args[0]
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
+    skipped = (f"; skipped {counts['skipped']} file(s), named above" if counts["skipped"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {seconds:.1f} s")
+          f"in {seconds:.1f} s{skipped}")
     return 0
 
 

@@ -24,10 +24,13 @@ files in the docs folder, search answers with an error telling to run `make inde
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
-accepts, in bursts of up to twice that (0 = no limit).
+accepts, in bursts of up to twice that (0 = no limit). Both take a finite number 0 or
+above (threads: a whole one); anything else stops the server at startup with one line.
 """
 
 import argparse
+import json
+import math
 import os
 import sys
 import threading
@@ -41,9 +44,18 @@ __version__ = "0.1.0"
 
 MAX_QUERY_CHARS = 1000     # a question, not a document: longer input is a mistake or abuse
 MAX_TOP_K = 50
-MAX_DOCUMENT_CHARS = 200_000  # get_document refuses bigger files: they would flood the model's context
+# get_document returns at most this many characters, then a note: a whole big file would
+# flood the model's context. 200,000 characters take at most 1.2 MB as JSON (6 bytes for an
+# escaped control character), far below mcp_min.MAX_MESSAGE_BYTES.
+MAX_DOCUMENT_CHARS = 200_000
 MODEL_LOAD_TIMEOUT = 300   # seconds a search waits for the model before giving up
 DEFAULT_TORCH_THREADS = 1  # one query is a small job: extra threads add more overhead than speed
+DEFAULT_RATE_LIMIT = 20    # tool calls per second
+STALE_CHECK_SECONDS = 1.0  # how long a check of every docs file stays good (see Library)
+# list_documents stops listing past this many bytes of JSON text, once for its text and once
+# for its structured copy: 3,000 files with 200-character titles make under 2 MiB in all.
+MAX_LISTING_BYTES = 1_000_000
+MAX_VALID_NAMES_CHARS = 2_000  # the "Valid names: ..." of an error, for a folder of thousands
 
 
 class RateLimit:
@@ -72,14 +84,30 @@ class RateLimit:
             self.tokens -= 1
 
 
-def rate_limit_from_environment():
-    value = os.environ.get("RAG_RATE_LIMIT", "20")
+class SettingError(Exception):
+    """An environment setting the server cannot run with; main() prints it and exits."""
+
+
+def number_setting(name, default, whole=False):
+    """A finite number >= 0 from the environment variable `name`; unset or empty: default."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
     try:
-        rate = max(0.0, float(value))
+        number = float(value)
     except ValueError:
-        log(f"ignoring RAG_RATE_LIMIT={value!r}: not a number")
-        rate = 20.0
-    return RateLimit(rate, burst=max(1, int(2 * rate)))
+        number = math.nan
+    kind = "a whole number" if whole else "a number"
+    if not math.isfinite(number) or number < 0 or (whole and not number.is_integer()):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        raise SettingError(f"{name}={shown!r} is not allowed: it must be {kind} 0 or above "
+                           f"(unset, it is {default})")
+    return int(number) if whole else number
+
+
+def make_rate_limit(rate):
+    # A burst of twice the rate, capped so that a huge finite rate stays a finite number.
+    return RateLimit(rate, burst=max(1, int(min(2 * rate, 1e9))))
 
 
 def log(message):
@@ -92,21 +120,26 @@ def log(message):
 class Library:
     """Everything the tools share. Tools run in worker threads, hence the locks.
 
-    The model is loaded once, in the background. The index is (re)read whenever its
-    manifest changes, and each search first checks that the docs still match the
-    manifest: comparing every file's sha256 would cost a read of every file per query,
-    so the hashes are only recomputed when a file's size or modification time moved.
+    The model is loaded once, in the background. manifest.json is stat-ed on every call
+    and re-read only when a build has replaced it; the vectors and passages likewise.
+    Before a search, the docs must still match the manifest (see stale_reasons); a file's
+    sha256 is computed again only when its size or times moved.
     """
 
-    def __init__(self, index_dir, docs_dir=None):
+    def __init__(self, index_dir, docs_dir=None, threads=DEFAULT_TORCH_THREADS):
         self.index_dir = Path(index_dir)
         self.docs_override = Path(docs_dir) if docs_dir else None
+        self.threads = threads
         self.model_ready = threading.Event()
         self.model = None
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
         self.index_lock = threading.Lock()
-        self.loaded = None        # (manifest file stamp, faiss index, passages, ranking, BM25)
-        self.checked = None       # (stamp of manifest + docs files, list of stale reasons)
+        self.manifest = None      # (manifest stamp, manifest, docs folder)
+        self.loaded = None        # (manifest stamp, faiss index, passages, ranking, BM25 index)
+        self.checked = None       # (manifest stamp, docs folder stamp, time, stale reasons)
+        self.rechecking = False   # a background check of the docs is running
+        self.hashes = {}          # file name -> (its stat stamp, its sha256)
+        self.listing = None       # (manifest stamp, text, documents, how many left out)
 
     # --- the model, loaded in the background ---
 
@@ -116,7 +149,7 @@ class Library:
     def load_in_background(self):
         started = time.perf_counter()
         try:
-            threads = torch_threads()
+            threads = self.threads
             model = index_build.load_model(threads=threads)
             import faiss
             # One query is a small job. With faiss' default of a thread per core, a search on a busy
@@ -150,56 +183,134 @@ class Library:
 
     # --- the index ---
 
+    def current_manifest(self):
+        """(stamp, manifest, docs folder); the caller holds index_lock. IndexProblem if none."""
+        stamp = index_build.manifest_stamp(self.index_dir)
+        if stamp is None or self.manifest is None or self.manifest[0] != stamp:
+            manifest = index_build.read_manifest(self.index_dir)
+            docs_dir = self.docs_override or index_build.resolve_docs_dir(manifest, self.index_dir)
+            self.manifest = (stamp, manifest, docs_dir)
+        return self.manifest
+
     def manifest_and_docs(self):
         """(manifest, docs folder), or IndexProblem when there is no readable index."""
-        manifest = index_build.read_manifest(self.index_dir)
-        docs_dir = self.docs_override or index_build.resolve_docs_dir(manifest, self.index_dir)
-        return manifest, docs_dir
+        with self.index_lock:
+            return self.current_manifest()[1:]
 
     def searchable_index(self):
         """(faiss index, passages, ranking, BM25 index or None) if the index exists and matches
         the docs, else IndexProblem."""
-        manifest, docs_dir = self.manifest_and_docs()
         with self.index_lock:
-            stamp = file_stamps([self.index_dir / index_build.MANIFEST_FILE]
-                                + ([docs_dir / name for name in sorted(os.listdir(docs_dir))]
-                                   if docs_dir.is_dir() else []))
-            if self.checked is None or self.checked[0] != stamp:
-                self.checked = (stamp, index_build.stale_reasons(manifest, docs_dir))
-            reasons = self.checked[1]
-            if reasons:
-                raise index_build.IndexProblem("the search index is out of date (" + "; ".join(reasons[:5])
-                                               + "); run `make index` to rebuild it")
-            manifest_stamp = stamp[0]
-            if self.loaded is None or self.loaded[0] != manifest_stamp:
-                loaded_manifest, faiss_index, passages = index_build.load_index(self.index_dir)
-                ranking, lexical = index_ranking(loaded_manifest, passages)
-                self.loaded = (manifest_stamp, faiss_index, passages, ranking, lexical)
+            for attempt in range(3):
+                stamp, manifest, docs_dir = self.current_manifest()
+                reasons = self.stale_reasons(stamp, manifest, docs_dir)
+                if reasons:
+                    raise index_build.IndexProblem("the search index is out of date ("
+                                                   + "; ".join(reasons[:5])
+                                                   + "); run `make index` to rebuild it")
+                if self.loaded is not None and self.loaded[0] == stamp:
+                    return self.loaded[1:]
+                try:
+                    faiss_index, passages = index_build.read_index_data(self.index_dir, manifest)
+                except index_build.IndexProblem:
+                    # A build that published meanwhile deletes the data folder the old manifest
+                    # named: then read the new manifest. Damage under an unchanged one is real.
+                    if attempt == 2 or index_build.manifest_stamp(self.index_dir) == stamp:
+                        raise
+                    continue
+                ranking, lexical = index_ranking(manifest, passages)
+                self.loaded = (stamp, faiss_index, passages, ranking, lexical)
                 log(f"index loaded: {len(passages)} passages from {len(manifest['files'])} files")
-            return self.loaded[1:]
+                return self.loaded[1:]
 
+    def stale_reasons(self, stamp, manifest, docs_dir):
+        """index_build.stale_reasons, remembered while the docs folder and the manifest stay
+        the same, so that a search costs two stats instead of one per file. A file edited in
+        place changes neither: for those, a verdict older than STALE_CHECK_SECONDS is checked
+        again in a background thread (a stat per file: 50 ms for 3,000 files), and the search
+        that noticed goes on with the verdict it has. The caller holds index_lock."""
+        folder = folder_stamp(docs_dir)
+        checked = self.checked
+        if checked is not None and checked[:2] == (stamp, folder):
+            if time.monotonic() - checked[2] >= STALE_CHECK_SECONDS and not self.rechecking:
+                self.rechecking = True
+                threading.Thread(target=self.recheck, args=(stamp, manifest, docs_dir, folder),
+                                 name="check-docs", daemon=True).start()
+            return checked[3]
+        reasons = index_build.stale_reasons(manifest, docs_dir, sha256_of=self.sha256_of)
+        self.checked = (stamp, folder, time.monotonic(), reasons)
+        return reasons
 
-def torch_threads():
-    """RAG_TORCH_THREADS as a number: 0 leaves torch's default (one thread per core)."""
-    value = os.environ.get("RAG_TORCH_THREADS", "")
-    try:
-        return max(0, int(value))
-    except ValueError:
-        if value:
-            log(f"ignoring RAG_TORCH_THREADS={value!r}: not a whole number")
-        return DEFAULT_TORCH_THREADS
+    def recheck(self, stamp, manifest, docs_dir, folder):
+        try:
+            reasons = index_build.stale_reasons(manifest, docs_dir, sha256_of=self.sha256_of)
+            with self.index_lock:
+                if self.checked is not None and self.checked[:2] == (stamp, folder):
+                    self.checked = (stamp, folder, time.monotonic(), reasons)
+        finally:
+            self.rechecking = False
 
-
-def file_stamps(paths):
-    """(name, size, modification time) per path: cheap to get, and it changes when a file does."""
-    stamps = []
-    for path in paths:
+    def sha256_of(self, path):
+        """A docs file's sha256, hashed again only when its stat says it may have changed."""
         try:
             info = path.stat()
-            stamps.append((path.name, info.st_size, info.st_mtime_ns))
         except OSError:
-            stamps.append((path.name, None, None))
-    return tuple(stamps)
+            return None
+        key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        known = self.hashes.get(path.name)
+        if known is not None and known[0] == key:
+            return known[1]
+        sha = index_build.file_sha256(path)
+        if sha is not None:
+            self.hashes[path.name] = (key, sha)
+        return sha
+
+    def document_listing(self):
+        """(text, documents, left out) for list_documents, built once per manifest and cut
+        to MAX_LISTING_BYTES, so that no folder can make the answer too long to send."""
+        with self.index_lock:
+            stamp, manifest, _ = self.current_manifest()
+            if self.listing is None or self.listing[0] != stamp:
+                self.listing = (stamp, *listing_of(manifest["files"]))
+            return self.listing[1:]
+
+
+def listing_of(files):
+    """(text, documents, left out): one entry per file until MAX_LISTING_BYTES is reached.
+
+    Sizes are counted as escaped ASCII JSON, the longest form any encoder may send."""
+    lines, documents, used = [], [], 0
+    for name, info in files.items():
+        document = {"name": name, "title": info["title"], "passages": info["passages"]}
+        line = f"{name}: {info['title']}"
+        used += max(len(json.dumps(line)), len(json.dumps(document)))
+        if used > MAX_LISTING_BYTES:
+            break
+        lines.append(line)
+        documents.append(document)
+    left_out = len(files) - len(documents)
+    if left_out:
+        lines.append(f"... and {left_out:,} more documents, not listed to keep this answer short; "
+                     "search looks through all of them")
+    return "\n".join(lines), documents, left_out
+
+
+def folder_stamp(folder):
+    """A folder's stat: it changes when a file in it is added, removed or renamed."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def valid_names(files):
+    """The names get_document accepts, for an error text: all of them, or as many as fit."""
+    text = ", ".join(files)
+    if len(text) <= MAX_VALID_NAMES_CHARS:
+        return text
+    cut = text.rfind(", ", 0, MAX_VALID_NAMES_CHARS)
+    return f"{text[:cut]}, ... ({len(files):,} in all; list_documents shows them)"
 
 
 # ----------------------------------------------------------------------------
@@ -381,7 +492,7 @@ server = Server(
                   "Use get_document when a whole file is needed."))
 
 library = Library("index")  # replaced by main() with the folders from the command line
-rate_limit = rate_limit_from_environment()
+rate_limit = make_rate_limit(DEFAULT_RATE_LIMIT)  # replaced by main() from RAG_RATE_LIMIT
 
 SEARCH_OUTPUT_SCHEMA = {
     "type": "object",
@@ -420,6 +531,7 @@ DOCUMENTS_OUTPUT_SCHEMA = {
                 "required": ["name", "title"],
             },
         },
+        "more": {"type": "integer", "description": "documents left out to keep the answer short"},
     },
     "required": ["documents"],
 }
@@ -454,11 +566,9 @@ def list_documents() -> ToolResult:
     Returns one line per file: its exact name (what get_document expects) and its title.
     """
     rate_limit.check()
-    manifest, _ = library.manifest_and_docs()
-    documents = [{"name": name, "title": info["title"], "passages": info["passages"]}
-                 for name, info in manifest["files"].items()]
-    text = "\n".join(f"{d['name']}: {d['title']}" for d in documents)
-    return ToolResult(text, structured={"documents": documents})
+    text, documents, left_out = library.document_listing()
+    structured = {"documents": documents, **({"more": left_out} if left_out else {})}
+    return ToolResult(text, structured=structured)
 
 
 @server.tool()
@@ -467,28 +577,33 @@ def get_document(name: str) -> str:
 
     Use it when the passages from search are not enough and the whole file is needed,
     for example the complete menu (menu_prices.txt). The name must be one of those
-    list_documents returns, such as "faq.txt"; paths are not accepted.
+    list_documents returns, such as "faq.txt"; paths are not accepted. A file longer than
+    200,000 characters is cut there, with a note saying so.
     """
     rate_limit.check()
     manifest, docs_dir = library.manifest_and_docs()
-    valid = ", ".join(manifest["files"])
+    valid = valid_names(manifest["files"])
     # Only exact names from the manifest: this one check refuses "../x", "/etc/passwd",
     # "FAQ.TXT", "faq.txt\0" and anything else that is not literally an indexed file.
     if name not in manifest["files"]:
         raise ValueError(f"unknown document {show_name(name)}. Valid names: {valid}")
     # The file may have been replaced by a symlink since the index was built.
-    path = (docs_dir / name).resolve()
-    if path.parent != docs_dir.resolve() or not path.is_file():
+    try:
+        path = (docs_dir / name).resolve()
+        available = path.parent == docs_dir.resolve() and path.is_file()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        available = False
+    if not available:
         raise ValueError(f"document {show_name(name)} is not available any more; "
                          f"run `make index` to refresh the index. Valid names: {valid}")
-    if path.stat().st_size > MAX_DOCUMENT_CHARS * 4:  # the most bytes MAX_DOCUMENT_CHARS UTF-8 characters take
-        raise ValueError(f"document {show_name(name)} is too large to return whole; use search instead")
     try:
         text = index_build.read_text(path)
-    except index_build.BuildError as e:
-        raise ValueError(str(e)) from None
+    except index_build.Unusable as e:  # its text names no path: safe to show
+        raise ValueError(f"document {show_name(name)} cannot be served: {e}") from None
     if len(text) > MAX_DOCUMENT_CHARS:
-        raise ValueError(f"document {show_name(name)} is too large to return whole; use search instead")
+        return (text[:MAX_DOCUMENT_CHARS]
+                + f"\n\n[cut: {name} is {len(text):,} characters long and only the first "
+                f"{MAX_DOCUMENT_CHARS:,} are shown; search finds passages in the rest]")
     return text
 
 
@@ -507,8 +622,16 @@ def main(argv=None):
                              "public name); repeat for more")
     args = parser.parse_args(argv)
 
-    global library
-    library = Library(args.index, args.docs)
+    try:
+        rate = number_setting("RAG_RATE_LIMIT", DEFAULT_RATE_LIMIT)
+        threads = number_setting("RAG_TORCH_THREADS", DEFAULT_TORCH_THREADS, whole=True)
+    except SettingError as e:
+        log(f"error: {e}")
+        sys.exit(2)
+    global library, rate_limit
+    rate_limit = make_rate_limit(rate)
+    # More torch threads than cores only adds switching; 0 keeps torch's own choice.
+    library = Library(args.index, args.docs, threads=min(threads, os.cpu_count() or 1))
     library.start_loading()
     if args.http is not None:  # mcp_http.py logs the URL it serves
         log(f"{server.info['name']} {__version__} (index: {args.index})")

@@ -13,8 +13,9 @@ from conftest import DOCS, ROOT
 
 
 def leftovers(folder):
-    """Temporary build/backup folders that a clean run must not leave next to the index."""
-    return sorted(p.name for p in folder.iterdir() if "-building-" in p.name or "-old-" in p.name)
+    """Temporary build/backup folders that a clean run must not leave next to or in the index."""
+    return sorted(p.name for p in folder.iterdir()
+                  if "-building-" in p.name or "-old-" in p.name or p.name.startswith(".building-"))
 
 
 def run_cli(*args):
@@ -82,7 +83,10 @@ def test_build_writes_index_passages_and_manifest(built_index):
     assert sum(info["passages"] for info in manifest["files"].values()) == len(passages)
     assert set(passages[0]) == {"source", "passage", "paragraph", "text"}
     assert index_build.stale_reasons(manifest, DOCS) == []
-    assert leftovers(built_index.parent) == []
+    assert leftovers(built_index.parent) == [] and leftovers(built_index) == []
+    # One data folder, named by the manifest; the lock file stays, empty of meaning.
+    assert sorted(p.name for p in built_index.iterdir()) == [".lock", manifest["data"],
+                                                             "manifest.json"]
 
 
 def test_rebuild_replaces_the_old_index(small_docs, tmp_path, model):
@@ -147,13 +151,17 @@ def test_empty_docs_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
 
 
-def test_file_that_is_not_utf8_is_named(small_docs, tmp_path):
+def test_file_that_is_not_utf8_is_skipped_and_named(small_docs, tmp_path):
+    # One bad file costs that file, not the build: it is named on stderr and counted.
     (small_docs / "latin1.txt").write_bytes("Caf\xe9 au lait".encode("latin-1"))
     result = run_cli("--docs", small_docs, "--index", tmp_path / "index")
-    assert result.returncode == 1
-    assert "latin1.txt is not valid UTF-8" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not (tmp_path / "index").exists()
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("index_build: skipping latin1.txt: not valid UTF-8 (byte 0xe9 at "
+                             "offset 3); save it as UTF-8\n")
+    assert result.stdout.startswith("indexed 3 files -> ")
+    assert result.stdout.rstrip().endswith("; skipped 1 file(s), named above")
+    manifest = index_build.read_manifest(tmp_path / "index")
+    assert "latin1.txt" not in manifest["files"] and "latin1.txt" in manifest["skipped"]
     assert leftovers(tmp_path) == []
 
 
@@ -182,10 +190,15 @@ def test_refuses_to_replace_a_folder_that_is_not_an_index(small_docs, tmp_path):
     assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt", "menu_prices.txt"]
 
 
+def snapshot(folder):
+    """Every file under folder, by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
 def test_failed_write_keeps_the_old_index(small_docs, tmp_path, model, monkeypatch):
     index_dir = tmp_path / "index"
     index_build.build_index(small_docs, index_dir, model=model)
-    before = {p.name: p.read_bytes() for p in index_dir.iterdir()}
+    before = snapshot(index_dir)
 
     def disk_full(*args):
         raise OSError(28, "No space left on device")
@@ -193,15 +206,20 @@ def test_failed_write_keeps_the_old_index(small_docs, tmp_path, model, monkeypat
     (small_docs / "new.txt").write_text("New things\n\nA brand new paragraph about scones and jam.\n")
     with pytest.raises(index_build.BuildError, match="No space left on device"):
         index_build.build_index(small_docs, index_dir, model=model)
-    assert {p.name: p.read_bytes() for p in index_dir.iterdir()} == before
-    assert leftovers(tmp_path) == []
+    assert snapshot(index_dir) == before
+    assert leftovers(tmp_path) == [] and leftovers(index_dir) == []
 
 
-def test_bad_utf8_keeps_the_old_index(small_docs, tmp_path, model):
+def test_nothing_usable_keeps_the_old_index(small_docs, tmp_path, model):
     index_dir = tmp_path / "index"
     index_build.build_index(small_docs, index_dir, model=model)
-    before = (index_dir / "manifest.json").read_text()
-    (small_docs / "bad.txt").write_bytes(b"\xff\xfe broken")
+    before = snapshot(index_dir)
+    for path in small_docs.iterdir():
+        path.write_bytes(b"\xff\xfe broken" if path.name == "faq.txt" else b"\0" * 1000)
     result = run_cli("--docs", small_docs, "--index", index_dir)
-    assert result.returncode == 1 and "bad.txt" in result.stderr
-    assert (index_dir / "manifest.json").read_text() == before
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 4 and all(line.startswith("index_build: skipping ") for line in lines[:3])
+    assert lines[3].startswith("index_build: error: none of the 3 .txt/.md files in ")
+    assert lines[3].endswith("can be used (see the lines above): nothing to index")
+    assert snapshot(index_dir) == before
