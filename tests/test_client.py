@@ -52,13 +52,15 @@ def test_demo_shows_each_step(built_index):
 
 
 def test_own_question_with_trace(built_index):
-    result = run_client("is there a password for the wifi", "--top-k", "2", "--trace", "--index", built_index)
+    result = run_client("is there a password for the wifi", "--top-k", "2", "--trace",
+                        "--index", built_index)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
     assert [m.get("method") for m in sent] == ["server/discover", "tools/list", "tools/call"]
-    assert sent[-1]["params"]["arguments"] == {"query": "is there a password for the wifi", "top_k": 2}
+    question = "is there a password for the wifi"
+    assert sent[-1]["params"]["arguments"] == {"query": question, "top_k": 2}
     assert [m["id"] for m in received] == [m["id"] for m in sent]
     assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "wifi_power.txt"
     assert "    [2] source: " in result.stdout and "    [3] source: " not in result.stdout
@@ -74,7 +76,8 @@ def test_legacy_shows_the_four_messages_of_a_handshake_session(built_index):
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
-    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized",
+                                           "tools/list", "tools/call"]
     assert "id" not in sent[1]
     assert [m["id"] for m in received] == [1, 2, 3]
     assert received[0]["result"]["protocolVersion"] == "2025-11-25"
@@ -116,7 +119,8 @@ def test_other_server_without_search_stops_after_listing(tmp_path):
 def test_server_that_cannot_start_is_an_error():
     result = run_client("--server", "/nonexistent/mcp-server", timeout=60)
     assert result.returncode == 1
-    assert result.stderr.startswith("client.py: error: ") and "/nonexistent/mcp-server" in result.stderr
+    assert result.stderr.startswith("client.py: error: ")
+    assert "/nonexistent/mcp-server" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -126,8 +130,9 @@ def test_url_talks_streamable_http(built_index):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(ROOT / "server.py"), "--index", str(built_index), "--http", str(port)],
-                              stderr=subprocess.PIPE, text=True)
+    command = [sys.executable, str(ROOT / "server.py"), "--index", str(built_index),
+               "--http", str(port)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
         while "MCP over HTTP on" not in server.stderr.readline():
             assert server.poll() is None, "server.py --http exited"
@@ -136,7 +141,8 @@ def test_url_talks_streamable_http(built_index):
         assert f"[1] connect: reach http://127.0.0.1:{port}/mcp" in result.stdout
         assert "    protocol   : 2026-07-28" in result.stdout
         assert "    [1] source: faq.txt (distance: 0." in result.stdout
-        sent = [json.loads(line[2:]) for line in result.stdout.splitlines() if line.startswith("→ ")]
+        lines = result.stdout.splitlines()
+        sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
         assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
     finally:
         server.terminate()
