@@ -1,7 +1,9 @@
 """python client.py --interactive: one server, questions from stdin one per line, every answer
 after the first warm. Run as a user would, through subprocesses with real servers: over stdio
-(end of input, an empty line, Ctrl-C, a terminal) and over Streamable HTTP."""
+(end of input, an empty line, Ctrl-C, a terminal) and over Streamable HTTP. Last, bench.py's
+part 2b, which times the cold start and --interactive's second question, at its smallest."""
 
+import asyncio
 import os
 import signal
 import socket
@@ -151,3 +153,21 @@ def test_a_question_is_not_also_an_argument():
     result = run_interactive("", "some question")
     assert result.returncode == 2
     assert "--interactive reads its questions from stdin" in result.stderr
+
+
+def test_bench_cold_start_pieces_run(built_index):
+    # bench.py's part 2b at its smallest: the steps in a fresh process, and client.py
+    # --interactive timed as a user runs it. A smoke test: no timing is asserted.
+    import bench
+    qs = bench.questions(2)
+    steps = bench.cold_steps_once(str(built_index), qs)
+    assert set(steps) == set(bench.COLD_STEPS + bench.WARM_STEPS)
+    assert all(seconds >= 0 for seconds in steps.values())
+    first, second = asyncio.run(bench.interactive_once(str(built_index), qs))
+    assert first > 0 and second > 0
+    cold = {"first_answer_ms": 1000 * first, "steps_ms": {k: 1000 * v for k, v in steps.items()},
+            "interactive_first_ms": 1000 * first, "interactive_second_ms": 1000 * second,
+            "notes": []}
+    text = bench.report({"machine": bench.machine_info(), "seconds": 1.0, "cold": cold,
+                         "targets": []})
+    assert "2b. cold start" in text and "  model load" in text and "second question" in text
