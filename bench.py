@@ -464,11 +464,12 @@ COLD_STEPS = ["imports", "model load", "index load", "first encode"]
 WARM_STEPS = ["warm encode", "faiss search"]
 
 
-def cold_start_steps(index, first_question, second_question):
+def cold_start_steps(index, qs):
     """What server.py does before its first answer, one step after another, each timed; then
-    what a warm question costs. Run in a fresh process (see cold_steps_once); prints one JSON
-    line of seconds. server.py overlaps these steps with the handshake in a background thread,
-    so here they run alone, in its order, with its settings (one torch and one faiss thread)."""
+    what a warm question costs (the median over the other questions). Run in a fresh process
+    (see cold_steps_once); prints one JSON line of seconds. server.py overlaps these steps with
+    the handshake in a background thread, so here they run alone, in its order, with its
+    settings (one torch and one faiss thread)."""
     import index_build
     seconds = {}
     started = time.perf_counter()
@@ -486,20 +487,24 @@ def cold_start_steps(index, first_question, second_question):
     _, faiss_index, _ = index_build.load_index(index)
     seconds["index load"] = time.perf_counter() - started
     started = time.perf_counter()
-    index_build.embed(model, [first_question])
+    index_build.embed(model, [qs[0]])
     seconds["first encode"] = time.perf_counter() - started
-    started = time.perf_counter()
-    vector = index_build.embed(model, [second_question])
-    seconds["warm encode"] = time.perf_counter() - started
-    started = time.perf_counter()
-    faiss_index.search(vector, 5)
-    seconds["faiss search"] = time.perf_counter() - started
+    encodes, searches = [], []
+    for question in qs[1:]:
+        started = time.perf_counter()
+        vector = index_build.embed(model, [question])
+        encodes.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        faiss_index.search(vector, 5)
+        searches.append(time.perf_counter() - started)
+    seconds["warm encode"] = median(encodes)
+    seconds["faiss search"] = median(searches)
     print(json.dumps(seconds))
 
 
 def cold_steps_once(index, qs):
     import subprocess
-    code = f"import bench; bench.cold_start_steps({index!r}, {qs[0]!r}, {qs[1]!r})"
+    code = f"import bench; bench.cold_start_steps({index!r}, {qs!r})"
     done = subprocess.run([sys.executable, "-c", code], cwd=HERE, env=child_env(),
                           capture_output=True, text=True, timeout=600)
     if done.returncode:
@@ -553,7 +558,7 @@ async def bench_cold(size, index=None):
     """Spawn -> first search answer, split into its steps; and --interactive's second answer."""
     import shutil
     import tempfile
-    qs = questions(2)
+    qs = questions(11)
     tmp = tempfile.mkdtemp(prefix="bench-cold-")
     try:
         if index is None:

@@ -113,6 +113,11 @@ def server_python(project=HERE):
             f"this Python ({version}): there is no .venv here; `make install` makes one")
 
 
+def connect(command, trace, legacy):
+    """The client for a server: a command to start (stdio) or a URL (Streamable HTTP)."""
+    return Client(command, trace=trace, legacy=legacy)
+
+
 # ----------------------------------------------------------------------------
 # Waiting for an answer, out loud
 
@@ -149,7 +154,7 @@ async def call_search(client, arguments):
     try:
         while not (await asyncio.wait([call], timeout=WAITING_NOTE_AFTER))[0]:
             seconds = time.perf_counter() - started
-            reason = "a first search waits for the server to load its model"
+            reason = "a first search may wait while the server loads its model"
             if live:
                 print(f"\r\033[K    waiting for the answer: {seconds:.0f} s ({reason})",
                       end="", file=sys.stderr, flush=True)
@@ -175,7 +180,7 @@ async def demo(command, label, question, top_k, trace, legacy=False, python_note
     if python_note:
         field("python", python_note)
     started = time.perf_counter()
-    async with Client(command, trace=trace, legacy=legacy) as client:
+    async with connect(command, trace, legacy) as client:
         info = client.server_info or {}
         field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
         field("protocol", client.protocol_version)
@@ -230,7 +235,7 @@ async def converse(command, label, top_k, trace, legacy, questions, turns, stopp
     the next one, and the exit code when done."""
     code = 1
     try:
-        async with Client(command, trace=trace, legacy=legacy) as client:
+        async with connect(command, trace, legacy) as client:
             tools = await client.list_tools()
             if search_arguments(tools, "", top_k) is None:
                 note(f"error: `{label}` has no tool called search with a query argument")

@@ -247,6 +247,6 @@ def test_a_slow_answer_is_announced_on_stderr(tmp_path):
     """))
     result = run_client("--server", sys.executable, slow, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert ("    waiting for the answer (a first search waits for the server to load its model)"
+    assert ("    waiting for the answer (a first search may wait while the server loads its model)"
             in result.stderr.splitlines())
     assert "    [1] source: slow.txt (distance: 0.00)" in result.stdout
