@@ -51,7 +51,7 @@ def missing_packages_error():
     if in_venv:
         fix = "run `make install` to install them into .venv"
     elif os.path.exists(os.path.join(project, venv)):
-        fix = f"start server.py with {venv}, the project's virtualenv, which has them"
+        fix = f"start server.py with {venv}, the project's virtualenv (`make install` fills it)"
     else:
         fix = f"run `make install`, then start server.py with {venv}"
     return f"server.py: error: this Python lacks {', '.join(missing)}; {fix}"
