@@ -5,6 +5,7 @@ part 2b, which times the cold start and --interactive's second question, at its 
 
 import asyncio
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -112,16 +113,23 @@ def test_prompt_at_a_terminal_and_ctrl_d_ends(own_index):
             os.execv(sys.executable, client_command("--index", own_index))
         finally:  # never go on running pytest in the child
             os._exit(127)
-    seen = b""
+    seen, status = b"", None
     deadline = time.monotonic() + 120
     try:
         while b"question> " not in seen:
             assert time.monotonic() < deadline, seen
-            seen += os.read(terminal, 4096)
+            if select.select([terminal], [], [], 1.0)[0]:
+                seen += os.read(terminal, 4096)
         os.write(terminal, b"\x04")  # Ctrl-D at the prompt: the end of input
-        _, status = os.waitpid(pid, 0)
+        while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
+            assert time.monotonic() < deadline, "client.py did not end after Ctrl-D"
+            time.sleep(0.1)
+        status = ended[1]
     finally:
         os.close(terminal)
+        if status is None:  # the test failed while the client ran: do not leave it behind
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, seen
     assert seen.count(b"question> ") == 1
     assert servers_running(own_index) == []
