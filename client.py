@@ -315,7 +315,10 @@ def interactive(command, label, top_k, trace, legacy):
         code = turn
     except KeyboardInterrupt:
         stopping.set()
-        loop.call_soon_threadsafe(session.cancel)
+        try:
+            loop.call_soon_threadsafe(session.cancel)
+        except RuntimeError:  # the loop is closed: the conversation has just ended by itself
+            pass
         print(file=sys.stderr)  # the terminal shows ^C; the shell prompt gets a line of its own
         code = 130
     thread.join(SHUTDOWN_SECONDS)
@@ -370,12 +373,12 @@ def main(argv=None):
         print(f"{direction} {line}", flush=True)
 
     trace = trace if args.trace else None
-    if args.interactive:
-        if python_note:
-            note(f"server.py runs on {python_note}")
-        return interactive(command, label, args.top_k, trace, args.legacy)
+    if args.interactive and python_note:
+        note(f"server.py runs on {python_note}")
     question = DEFAULT_QUESTION if args.question is None else args.question
     try:
+        if args.interactive:
+            return interactive(command, label, args.top_k, trace, args.legacy)
         return asyncio.run(demo(command, label, question, args.top_k, trace, args.legacy,
                                 python_note))
     except (ConnectionError, MCPError, TimeoutError) as e:
