@@ -27,7 +27,7 @@ Run it with the project's virtualenv (the servers use the same interpreter):
     python bench.py --serve floor|mcp_min|mcp_min_async|sdk   # one echo server on stdio (part 1)
 
 The table goes to stdout, progress to stderr, the raw numbers to bench_results.json.
-The default run takes about 4 minutes on 2 cores, --quick about 1, --full adds
+The default run takes about 5 minutes on 2 cores, --quick about 2, --full adds
 1M passages (15-20 more minutes, mostly the HNSW build). The machine has 2 shared
 cores, so every throughput figure is the median of several rounds, and the servers
 take turns round by round so that a noisy moment hurts all of them alike.
