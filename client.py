@@ -7,10 +7,16 @@ below it shows what each step of the conversation says:
 
     python client.py                            # start server.py, list its tools, search once
     python client.py "is there wifi" --top-k 3  # ask your own question
+    python client.py --interactive              # one server, one question per line, warm answers
     python client.py --trace                    # also print every JSON line: -> sent, <- received
     python client.py --legacy                   # open with the initialize handshake (2025-11-25)
-    python client.py --url http://127.0.0.1:8000/mcp    # a server on Streamable HTTP (server.py --http)
+    python client.py --url http://127.0.0.1:8000/mcp    # Streamable HTTP (server.py --http)
     python client.py --server CMD ARG...        # any other stdio MCP server instead of server.py
+
+client.py itself needs only the standard library and mcp_min.py, so any Python 3.11 or newer
+runs it, virtualenv or not. server.py needs the packages `make install` puts in .venv, so
+client.py starts server.py with .venv's Python when there is one (and says so), else with its
+own. --server runs exactly the command it is given.
 
 The client starts the server as a subprocess (you never start it yourself) and
 speaks JSON-RPC to it over the server's stdin and stdout, one JSON text per line:
@@ -25,7 +31,8 @@ is told to exit. Nothing here knows about embeddings or FAISS: all of that happe
 the other side of the pipe.
 """
 
-import argparse, asyncio, functools, itertools, json, re, signal, sys, time
+import argparse, asyncio, functools, itertools, json, os, queue, re, signal, sys, threading
+import time
 from pathlib import Path
 
 from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND,
@@ -293,6 +300,9 @@ def as_list(value):
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_QUESTION = "can I bring a dog"
+WAITING_NOTE_AFTER = 1.0  # seconds without an answer before the terminal hears why
+MAX_QUESTION_CHARS = 10_000  # per stdin line; the server itself takes 1,000
+SHUTDOWN_SECONDS = 15  # closing waits 2 s per step (EOF, SIGTERM, SIGKILL): this bounds it all
 
 ERA_NOTES = {
     "modern": "stateless: no handshake, every request carries its protocol version in _meta",
@@ -306,7 +316,8 @@ def describe_arguments(input_schema):
     required = input_schema.get("required", [])
     parts = []
     for name, schema in properties.items():
-        kind = schema.get("type") or " | ".join(option.get("type", "?") for option in schema.get("anyOf", []))
+        options = [option.get("type", "?") for option in schema.get("anyOf", [])]
+        kind = schema.get("type") or " | ".join(options)
         if name in required:
             parts.append(f"{name} ({kind}, required)")
         elif "default" in schema:
@@ -332,16 +343,106 @@ def milliseconds(since):
     return f"{(time.perf_counter() - since) * 1000:.0f} ms"
 
 
-async def demo(command, label, question, top_k, trace, legacy=False):
-    opening = f"reach {label}" if label.startswith(("http://", "https://")) else f"start `{label}`"
-    print(f"[1] connect: {opening} and open the conversation")
+def note(message):
+    print(f"client.py: {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------
+# Which Python runs server.py
+
+def venv_python(project=HERE):
+    """The project's virtualenv Python, where `make install` puts server.py's packages."""
+    if os.name == "nt":
+        return project / ".venv" / "Scripts" / "python.exe"
+    return project / ".venv" / "bin" / "python"
+
+
+def server_python(project=HERE):
+    """(interpreter path, how to show it, why it was chosen) for starting server.py.
+
+    Starting the server with the project's .venv, rather than re-running this client under
+    it, keeps the client on whatever Python the user typed: it needs no packages itself.
+    """
+    python = venv_python(project)
+    if python.exists():
+        shown = python.relative_to(project).as_posix()
+        return str(python), shown, f"{shown}, the project's virtualenv (server.py's packages)"
+    version = ".".join(map(str, sys.version_info[:3]))
+    return (sys.executable, "python",
+            f"this Python ({version}): there is no .venv here; `make install` makes one")
+
+
+def connect(command, trace, legacy):
+    """The client for a server: a command to start (stdio) or a URL (Streamable HTTP)."""
+    if isinstance(command, str):  # a URL: Streamable HTTP, loaded only when asked for
+        import mcp_http
+        return mcp_http.HTTPClient(command, trace=trace, legacy=legacy)
+    return Client(command, trace=trace, legacy=legacy)
+
+
+# ----------------------------------------------------------------------------
+# Waiting for an answer, out loud
+
+def search_arguments(tools, question, top_k):
+    """The arguments for a search tool with a query argument, or None if the server has none."""
+    search = next((tool for tool in tools if tool["name"] == "search"), None)
+    properties = (search or {}).get("inputSchema", {}).get("properties", {})
+    if "query" not in properties:
+        return None
+    arguments = {"query": question}
+    if "top_k" in properties:
+        arguments["top_k"] = top_k
+    return arguments
+
+
+async def call_search(client, arguments):
+    """client.call_tool("search", ...), telling the terminal when the answer is slow to come.
+
+    A first search waits for server.py to load its embedding model, about 5 s. After a
+    second of silence a line on stderr says so; on a terminal it counts the seconds and is
+    erased when the answer arrives. Progress the server reports is shown as it comes.
+    """
+    live = sys.stderr.isatty()
     started = time.perf_counter()
+
+    def on_progress(progress, total, message):
+        done = f"{progress}/{total}" if total else f"{progress}"
+        text = f"    progress: {message or done}"
+        print(f"\r\033[K{text}" if live else text, end="" if live else "\n",
+              file=sys.stderr, flush=True)
+
+    call = asyncio.ensure_future(client.call_tool("search", arguments, on_progress=on_progress))
+    waited = False
+    try:
+        while not (await asyncio.wait([call], timeout=WAITING_NOTE_AFTER))[0]:
+            seconds = time.perf_counter() - started
+            reason = "a first search may wait while the server loads its model"
+            if live:
+                print(f"\r\033[K    waiting for the answer: {seconds:.0f} s ({reason})",
+                      end="", file=sys.stderr, flush=True)
+            elif not waited:
+                print(f"    waiting for the answer ({reason})", file=sys.stderr, flush=True)
+            waited = True
+    finally:
+        call.cancel()  # a no-op once it is done; else the session is being cut short
+    if waited and live:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+    return call.result()
+
+
+# ----------------------------------------------------------------------------
+# The demo: each step of one conversation
+
+async def demo(command, label, question, top_k, trace, legacy=False, python_note=None):
     if label.startswith(("http://", "https://")):
-        import mcp_http  # Streamable HTTP: only when asked for, as the caller picks the transport
-        client = mcp_http.HTTPClient(command, trace=trace, legacy=legacy)
+        opening = f"reach {label}"
     else:
-        client = Client(command, trace=trace, legacy=legacy)
-    async with client:
+        opening = f"start `{label}`"
+    print(f"[1] connect: {opening} and open the conversation")
+    if python_note:
+        field("python", python_note)
+    started = time.perf_counter()
+    async with connect(command, trace, legacy) as client:
         info = client.server_info or {}
         field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
         field("protocol", client.protocol_version)
@@ -357,47 +458,165 @@ async def demo(command, label, question, top_k, trace, legacy=False):
             print(f"        arguments: {describe_arguments(tool.get('inputSchema', {}))}")
         field("time", milliseconds(started))
 
-        search = next((tool for tool in tools if tool["name"] == "search"), None)
-        if search is None or "query" not in search.get("inputSchema", {}).get("properties", {}):
+        arguments = search_arguments(tools, question, top_k)
+        if arguments is None:
             print("\n(no tool called search with a query argument: stopping after the listing)")
             return 0
-        arguments = {"query": question}
-        if "top_k" in search["inputSchema"].get("properties", {}):
-            arguments["top_k"] = top_k
 
         print(f"\n[3] tools/call search {json.dumps(arguments, ensure_ascii=False)}")
+        sys.stdout.flush()  # before any waiting line on stderr
         started = time.perf_counter()
-        result = await client.call_tool("search", arguments)
+        result = await call_search(client, arguments)
         content = result.get("content", [])
         field("isError", result.get("isError", False))
-        field("content", f"{len(content)} block(s), type {', '.join(b.get('type', '?') for b in content) or '-'}")
+        kinds = ", ".join(block.get("type", "?") for block in content) or "-"
+        field("content", f"{len(content)} block(s), type {kinds}")
         if "structuredContent" in result:
             field("structured", "keys " + ", ".join(result["structuredContent"]))
         field("time", f"{milliseconds(started)} (a first search also waits for the model to load)")
         print()
         for block in content:
-            print(indent(block["text"]) if block.get("type") == "text" else f"    <{block.get('type')} block>")
+            if block.get("type") == "text":
+                print(indent(block["text"]))
+            else:
+                print(f"    <{block.get('type')} block>")
         if result.get("isError"):
             return 1
     return 0
 
 
+# ----------------------------------------------------------------------------
+# --interactive: one server, many questions
+#
+# The conversation runs on an event loop in a second thread; this thread reads stdin. So
+# Ctrl-C always lands here (Python delivers signals to the main thread), at a prompt or
+# while an answer is on its way, and cancelling the conversation closes the server.
+
+async def converse(command, label, top_k, trace, legacy, questions, turns, stopping):
+    """Answer each question from `questions` (None ends); put "ask" on `turns` when ready for
+    the next one, and the exit code when done."""
+    code = 1
+    try:
+        async with connect(command, trace, legacy) as client:
+            tools = await client.list_tools()
+            if search_arguments(tools, "", top_k) is None:
+                note(f"error: `{label}` has no tool called search with a query argument")
+                return
+            info = client.server_info or {}
+            note(f"connected to {info.get('name', '?')} {info.get('version', '')} "
+                 f"({client.protocol_version}). One question per line; "
+                 "an empty line or Ctrl-D ends.")
+            while True:
+                turns.put("ask")
+                question = await questions.get()
+                if question is None:
+                    break
+                await answer(client, search_arguments(tools, question, top_k))
+        code = 0
+    except (ConnectionError, MCPError, TimeoutError) as e:
+        if not stopping.is_set():  # after Ctrl-C, a server gone is no news
+            note(f"error: {e}")
+    finally:
+        turns.put(code)
+
+
+async def answer(client, arguments):
+    started = time.perf_counter()
+    result = await call_search(client, arguments)
+    for block in result.get("content", []):
+        if block.get("type") == "text":
+            print(block["text"])
+        else:
+            print(f"<{block.get('type')} block>")
+    failed = " (the tool reported an error)" if result.get("isError") else ""
+    print(f"(answered in {milliseconds(started)}{failed})\n", flush=True)
+
+
+def read_question(prompt):
+    """The next line of stdin, stripped; None at the end of input."""
+    if prompt:  # a terminal: input() edits the line, and the terminal caps its length
+        try:
+            return input(prompt).strip()
+        except EOFError:
+            print()  # Ctrl-D leaves the cursor after the prompt
+            return None
+    line = sys.stdin.readline(MAX_QUESTION_CHARS)
+    if not line:
+        return None
+    if not line.endswith("\n"):  # too long to be a question: skip the rest of it
+        while (rest := sys.stdin.readline(MAX_QUESTION_CHARS)) and not rest.endswith("\n"):
+            pass
+    return line.strip()
+
+
+def interactive(command, label, top_k, trace, legacy):
+    """Ask questions from stdin, one per line, of one server; EOF, Ctrl-C or an empty line end."""
+    loop = asyncio.new_event_loop()
+    questions = asyncio.Queue()
+    turns = queue.SimpleQueue()
+    stopping = threading.Event()
+    session = loop.create_task(converse(command, label, top_k, trace, legacy,
+                                        questions, turns, stopping))
+
+    def run_session():
+        try:
+            loop.run_until_complete(session)
+        except asyncio.CancelledError:  # Ctrl-C: the server was closed on the way out
+            pass
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    thread = threading.Thread(target=run_session, name="mcp-conversation", daemon=True)
+    thread.start()
+    prompt = "question> " if sys.stdin.isatty() else ""
+    try:
+        while (turn := turns.get()) == "ask":
+            question = read_question(prompt)
+            loop.call_soon_threadsafe(questions.put_nowait, question or None)
+        code = turn
+    except KeyboardInterrupt:
+        stopping.set()
+        try:
+            loop.call_soon_threadsafe(session.cancel)
+        except RuntimeError:  # the loop is closed: the conversation has just ended by itself
+            pass
+        print(file=sys.stderr)  # the terminal shows ^C; the shell prompt gets a line of its own
+        code = 130
+    thread.join(SHUTDOWN_SECONDS)
+    return code
+
+
+# ----------------------------------------------------------------------------
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Show the MCP conversation with a stdio server, step by step.")
-    parser.add_argument("question", nargs="?", default=DEFAULT_QUESTION,
+    parser = argparse.ArgumentParser(
+        description="Show the MCP conversation with a stdio server, step by step.")
+    parser.add_argument("question", nargs="?", default=None,
                         help=f"what to search for (default: {DEFAULT_QUESTION!r})")
     parser.add_argument("--top-k", type=int, default=3, help="passages to ask for (default: 3)")
-    parser.add_argument("--index", default="index", help="index folder for server.py (default: index)")
-    parser.add_argument("--trace", action="store_true", help="print every JSON line sent (→) and received (←)")
+    parser.add_argument("--index", default="index",
+                        help="index folder for server.py (default: index)")
+    parser.add_argument("--interactive", action="store_true",
+                        help="read questions from stdin, one per line, and answer each with the "
+                             "same server; an empty line, Ctrl-D or Ctrl-C ends")
+    parser.add_argument("--trace", action="store_true",
+                        help="print every JSON line sent (→) and received (←)")
     parser.add_argument("--legacy", action="store_true",
-                        help="open with the initialize handshake (2025-11-25) instead of probing for 2026-07-28")
-    parser.add_argument("--url", help="talk Streamable HTTP to a server at this URL, e.g. http://127.0.0.1:8000/mcp")
+                        help="open with the initialize handshake (2025-11-25) instead of "
+                             "probing for 2026-07-28")
+    parser.add_argument("--url", help="talk Streamable HTTP to a server at this URL, "
+                                      "e.g. http://127.0.0.1:8000/mcp")
     parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
-                        help="command of another stdio MCP server; everything after it belongs to that command")
+                        help="command of another stdio MCP server; everything after it "
+                             "belongs to that command")
     args = parser.parse_args(argv)
     if args.server == []:
         parser.error("--server needs the command that starts the server")
+    if args.interactive and args.question is not None:
+        parser.error("--interactive reads its questions from stdin: leave out the question")
 
+    python_note = None
     if args.url:
         command = label = args.url
     elif args.server:
@@ -406,19 +625,26 @@ def main(argv=None):
     else:
         # Our own server cannot search without an index: say so before starting it.
         if not (Path(args.index) / "manifest.json").is_file():
-            print(f"client.py: error: no search index in {args.index}/; run `make index` first", file=sys.stderr)
+            note(f"error: no search index in {args.index}/; run `make index` first")
             return 1
-        command = [sys.executable, str(HERE / "server.py"), "--index", args.index]
-        label = f"python server.py --index {args.index}"
+        python, shown, python_note = server_python()
+        command = [python, str(HERE / "server.py"), "--index", args.index]
+        label = f"{shown} server.py --index {args.index}"
 
     def trace(direction, line):
         print(f"{direction} {line}", flush=True)
 
+    trace = trace if args.trace else None
+    if args.interactive and python_note:
+        note(f"server.py runs on {python_note}")
+    question = DEFAULT_QUESTION if args.question is None else args.question
     try:
-        return asyncio.run(demo(command, label, args.question, args.top_k, trace if args.trace else None,
-                                args.legacy))
+        if args.interactive:
+            return interactive(command, label, args.top_k, trace, args.legacy)
+        return asyncio.run(demo(command, label, question, args.top_k, trace, args.legacy,
+                                python_note))
     except (ConnectionError, MCPError, TimeoutError) as e:
-        print(f"client.py: error: {e}", file=sys.stderr)
+        note(f"error: {e}")
         return 1
     except KeyboardInterrupt:
         return 130

