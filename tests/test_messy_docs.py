@@ -358,7 +358,7 @@ def test_search_checks_the_docs_at_most_once_a_second(tmp_path, monkeypatch):
         scans.append(folder)
         return real_scan(folder)
     monkeypatch.setattr(index_build, "scan_docs", counting_scan)
-    faiss_index, passages = library.searchable_index()  # loads the index: may take a while
+    faiss_index, passages, *_ = library.searchable_index()  # loads the index: may take a while
     assert len(passages) == 300 and len(scans) == 1
     for _ in range(20):
         library.searchable_index()
