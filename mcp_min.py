@@ -170,10 +170,6 @@ def schema_for(hint, where):
                     "int, float, bool, list[...], dict, X | None or Literal[...]")
 
 
-def same_json(a, b):  # equal as JSON values: 1.0 is 1, but true is not 1 (to Python, True == 1)
-    return a == b and isinstance(a, bool) == isinstance(b, bool)
-
-
 def validate(value, schema, path="arguments"):
     """Check a value against our schema subset. Returns it (5.0 as 5 for an integer), or raises
     ValueError saying what is wrong. No coercion: "5" is not an integer, and the model that sent
@@ -186,7 +182,9 @@ def validate(value, schema, path="arguments"):
                 pass
         options = json.dumps(schema["anyOf"])
         raise ValueError(f"{path}: {json.dumps(value)[:80]} matches none of {options}")
-    if "enum" in schema and not any(same_json(value, choice) for choice in schema["enum"]):
+    # Equal as JSON values: 1.0 is 1, but true is not 1 (to Python, True == 1).
+    if "enum" in schema and not any(
+            value == c and isinstance(value, bool) == isinstance(c, bool) for c in schema["enum"]):
         raise ValueError(f"{path} must be one of {json.dumps(schema['enum'])}")
     expected = PYTHON_TYPES.get(schema.get("type"))
     if expected is int and type(value) is float and value.is_integer():
@@ -428,7 +426,7 @@ class Server:
         calls get a grace period, then an error answer."""
         loop, session, stopped = asyncio.get_running_loop(), self.new_session(), []
         reader, writer = await open_pipes(in_fd, out_fd)
-        in_flight, serving = session["in_flight"], asyncio.current_task()
+        in_flight, serving, lines_read = session["in_flight"], asyncio.current_task(), 0
 
         def send(message):
             # Answers always go out. A notification is skipped while a slow client has a backlog:
@@ -445,7 +443,9 @@ class Server:
         try:
             async for line in read_lines(functools.partial(reader.read, 65536)):
                 self.receive_line(line, session, send)
-                await asyncio.sleep(0)  # a turn of the loop: finished requests write their answers
+                lines_read += 1
+                if lines_read % 16 == 0:  # a turn of the loop: finished requests write answers
+                    await asyncio.sleep(0)
                 # Backpressure: while too many requests run, or a slow client leaves too much
                 # unread, stdin waits, so memory stays flat whatever the client sends.
                 if len(in_flight) >= MAX_IN_FLIGHT:
