@@ -71,8 +71,6 @@ if __name__ == "__main__":
 import argparse
 import json
 import math
-import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -120,7 +118,8 @@ class RateLimit:
             self.last = now
             if self.tokens < 1:
                 wait = (1 - self.tokens) / self.rate
-                raise RuntimeError(f"rate limit: at most {self.rate:g} calls per second; retry in {wait:.1f} s")
+                raise RuntimeError(f"rate limit: at most {self.rate:g} calls per second; "
+                                   f"retry in {wait:.1f} s")
             self.tokens -= 1
 
 
@@ -192,8 +191,9 @@ class Library:
             threads = self.threads
             model = index_build.load_model(threads=threads)
             import faiss
-            # One query is a small job. With faiss' default of a thread per core, a search on a busy
-            # machine waits for the busy core: 8-18 ms instead of 0.5 ms at 10k passages (make bench).
+            # One query is a small job. With faiss' default of a thread per core, a search on a
+            # busy machine waits for the busy core: 8-18 ms instead of 0.5 ms at 10k passages
+            # (make bench).
             faiss.omp_set_num_threads(1)
             model.encode(["warm up"])  # the first call allocates buffers; do it before a user waits
             self.model = model
@@ -357,7 +357,7 @@ def valid_names(files):
 # Searching: plain functions, also used by tests/test_retrieval.py
 
 def search_passages(query_vector, faiss_index, passages, top_k):
-    """[{"rank", "source", "distance", "text"}] for the top_k passages nearest the query, best first.
+    """[{"rank", "source", "distance", "text"}] of the top_k passages nearest the query, best first.
 
     The vectors are unit length, so the inner product FAISS returns is the cosine
     similarity; distance = 1 - similarity: 0 means same direction, 1 unrelated, 2 opposite.
@@ -493,10 +493,11 @@ def index_ranking(manifest, passages):
 
 
 def format_results(results):
-    """The text a model reads: a numbered header per passage, then the passage, blank lines between."""
+    """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})\n{r['text']}"
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']} "
+                       f"(distance: {r['distance']:.2f})\n{r['text']}"
                        for r in results)
 
 
@@ -528,7 +529,8 @@ def show_name(name):
 server = Server(
     "rag-search-server", version=__version__,
     instructions=("Answers questions about The Wandering Kettle, a cafe: call search with the "
-                  "customer's question and answer from the passages it returns, naming the source file. "
+                  "customer's question and answer from the passages it returns, "
+                  "naming the source file. "
                   "Use get_document when a whole file is needed."))
 
 library = Library("index")  # replaced by main() with the folders from the command line
@@ -544,7 +546,8 @@ SEARCH_OUTPUT_SCHEMA = {
                 "properties": {
                     "rank": {"type": "integer", "description": "1 = closest match"},
                     "source": {"type": "string", "description": "file the passage comes from"},
-                    "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
+                    "distance": {"type": "number",
+                                 "description": "1 - cosine similarity; smaller is closer"},
                     "text": {"type": "string"},
                     "score": {"type": "number",
                               "description": "cosine similarity plus a little BM25 word "
@@ -650,16 +653,20 @@ def get_document(name: str) -> str:
 # ----------------------------------------------------------------------------
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="MCP server (stdio) searching the cafe documents.")
-    parser.add_argument("--index", default="index", help="index folder built by index_build.py (default: index)")
+    parser = argparse.ArgumentParser(
+        description="MCP server (stdio) searching the cafe documents.")
+    parser.add_argument("--index", default="index",
+                        help="index folder built by index_build.py (default: index)")
     parser.add_argument("--docs", default=None,
                         help="docs folder (default: the one recorded in the index manifest)")
     parser.add_argument("--http", nargs="?", type=int, const=8000, metavar="PORT",
-                        help="serve Streamable HTTP on http://127.0.0.1:PORT/mcp (default port 8000) instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind (default: 127.0.0.1)")
+                        help="serve Streamable HTTP on http://127.0.0.1:PORT/mcp "
+                             "(default port 8000) instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="with --http: the address to bind (default: 127.0.0.1)")
     parser.add_argument("--allow-host", action="append", metavar="NAME",
-                        help="with --http: a host name clients may use besides localhost (behind a proxy: its "
-                             "public name); repeat for more")
+                        help="with --http: a host name clients may use besides localhost "
+                             "(behind a proxy: its public name); repeat for more")
     args = parser.parse_args(argv)
 
     try:

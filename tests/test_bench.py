@@ -16,7 +16,8 @@ def test_protocol_and_scale_parts_run_and_report():
     protocol = asyncio.run(bench.bench_protocol(TINY, names=("floor", "mcp_min")))
     for name in ("floor", "mcp_min"):
         numbers = protocol["servers"][name]
-        for key in ("spawn_init_ms", "seq_calls_s", "p50_us", "p99_us", "pipelined_calls_s", "idle_rss", "peak_rss"):
+        for key in ("spawn_init_ms", "seq_calls_s", "p50_us", "p99_us", "pipelined_calls_s",
+                    "idle_rss", "peak_rss"):
             assert numbers[key] > 0, (name, key)
         assert numbers["cpu_us_per_call"] >= 0  # counted in 10 ms ticks: 40 calls may not reach one
 
@@ -27,7 +28,8 @@ def test_protocol_and_scale_parts_run_and_report():
     assert len(hnsw) == 2 and all(0 <= r["recall_at_5"] <= 1 for r in hnsw)
     assert "switch from IndexFlatIP to HNSW above" in scale["recommendation"]
 
-    results = {"machine": bench.machine_info(), "seconds": 1.0, "protocol": protocol, "scale": scale}
+    results = {"machine": bench.machine_info(), "seconds": 1.0, "protocol": protocol,
+               "scale": scale}
     results["targets"] = bench.targets(results)
     assert any("mcp_min / floor" in t[0] for t in results["targets"])
     text = bench.report(results)
@@ -36,7 +38,8 @@ def test_protocol_and_scale_parts_run_and_report():
 
 def test_search_latencies_against_server_py(built_index):
     argv = [sys.executable, "server.py", "--index", str(built_index)]
-    latencies = asyncio.run(bench.search_latencies({"one": (argv, bench.child_env())}, bench.questions(2), rounds=1))
+    servers = {"one": (argv, bench.child_env())}
+    latencies = asyncio.run(bench.search_latencies(servers, bench.questions(2), rounds=1))
     assert len(latencies["one"]) == 2
 
 

@@ -117,7 +117,8 @@ def test_a_progress_callback_that_raises_is_logged_and_the_reader_goes_on(capfd)
         async with Client(COMMAND, timeout=20) as client:
             result = await client.call_tool("flood_sync", {"count": 3}, on_progress=broken)
             assert result["content"][0]["text"] == "flooded 3"
-            assert (await client.call_tool("echo", {"text": "after"}))["content"][0]["text"] == "after"
+            after = await client.call_tool("echo", {"text": "after"})
+            assert after["content"][0]["text"] == "after"
     run(main())
     assert "the callback broke" in capfd.readouterr().err
 

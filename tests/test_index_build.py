@@ -1,4 +1,4 @@
-"""index_build.py: passage splitting, the files it writes, and failing without leaving anything behind."""
+"""index_build.py: passage splitting, the files it writes, and failing with nothing left behind."""
 
 import hashlib
 import json
@@ -27,7 +27,8 @@ def run_cli(*args):
 
 def test_paragraphs_are_split_on_blank_lines():
     text = "Title\n\nFirst paragraph\nstill first.\n \n\n\nSecond one.\n"
-    assert index_build.split_paragraphs(text) == ["Title", "First paragraph\nstill first.", "Second one."]
+    assert index_build.split_paragraphs(text) == ["Title", "First paragraph\nstill first.",
+                                                  "Second one."]
 
 
 def test_title_is_merged_into_the_first_paragraph_and_numbers_are_kept():
@@ -126,7 +127,8 @@ def test_symlinks_out_of_the_docs_folder_are_skipped(small_docs, tmp_path, model
 
 
 def test_cli_prints_a_summary(small_docs, tmp_path, model, monkeypatch, capsys):
-    monkeypatch.setattr(index_build, "load_model", lambda threads=None: model)  # reuse the loaded model
+    # reuse the loaded model
+    monkeypatch.setattr(index_build, "load_model", lambda threads=None: model)
     assert index_build.main(["--docs", str(small_docs), "--index", str(tmp_path / "index")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("indexed 3 files -> ") and "IndexFlatIP" in out
@@ -187,7 +189,8 @@ def test_refuses_to_replace_a_folder_that_is_not_an_index(small_docs, tmp_path):
     result = run_cli("--docs", small_docs, "--index", small_docs)
     assert result.returncode == 1
     assert "not an index folder" in result.stderr
-    assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt", "menu_prices.txt"]
+    assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt",
+                                                           "menu_prices.txt"]
 
 
 def snapshot(folder):
@@ -203,7 +206,8 @@ def test_failed_write_keeps_the_old_index(small_docs, tmp_path, model, monkeypat
     def disk_full(*args):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(index_build, "write_index_files", disk_full)
-    (small_docs / "new.txt").write_text("New things\n\nA brand new paragraph about scones and jam.\n")
+    (small_docs / "new.txt").write_text(
+        "New things\n\nA brand new paragraph about scones and jam.\n")
     with pytest.raises(index_build.BuildError, match="No space left on device"):
         index_build.build_index(small_docs, index_dir, model=model)
     assert snapshot(index_dir) == before

@@ -31,8 +31,10 @@ def assert_no_paths_leak(text, *folders):
 
 def test_importing_server_loads_no_heavy_library():
     # initialize and tools/list must be answered at once: torch & co. load in the background.
-    code = "import sys, server; print(sorted(m for m in ('torch', 'faiss', 'sentence_transformers', 'numpy') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    code = ("import sys, server; print(sorted(m for m in "
+            "('torch', 'faiss', 'sentence_transformers', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
 
 
@@ -45,7 +47,8 @@ def test_tools_are_listed_before_the_model_has_loaded(built_index):
     finally:
         server.close()
     assert [t["name"] for t in tools] == ["search", "list_documents", "get_document"]
-    assert elapsed < 10.0, f"connect + tools/list took {elapsed:.1f} s"  # loading the model takes longer
+    # loading the model takes longer
+    assert elapsed < 10.0, f"connect + tools/list took {elapsed:.1f} s"
 
 
 def test_tool_definitions(live_server):
@@ -54,7 +57,8 @@ def test_tool_definitions(live_server):
     assert search["inputSchema"]["required"] == ["query"]
     assert search["inputSchema"]["properties"]["top_k"] == {"type": "integer", "default": 5}
     assert search["outputSchema"]["properties"]["results"]["type"] == "array"
-    for topic in ("menu", "prices", "hours", "wifi", "allergies", "staff handbook", "history", "events"):
+    for topic in ("menu", "prices", "hours", "wifi", "allergies", "staff handbook", "history",
+                  "events"):
         assert topic in search["description"]
     assert "properties" not in tools["list_documents"]["inputSchema"]
     assert tools["get_document"]["inputSchema"]["required"] == ["name"]
@@ -81,7 +85,8 @@ def test_search_finds_the_dog_answer(live_server):
     assert all(round(d, 4) == d for d in distances)
     # The text shows each result's header, its passage, and a blank line between results.
     for r in results:
-        assert f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})\n{r['text']}" in text
+        header = f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
+        assert f"{header}\n{r['text']}" in text
     assert text.count("\n\n[") == 2
 
 
@@ -95,7 +100,8 @@ def test_search_defaults_to_five_results(live_server):
 def test_top_k_limits_are_accepted(live_server, top_k):
     result = live_server.call("search", {"query": "wifi password", "top_k": top_k})
     assert result["isError"] is False
-    passages = json.loads((index_of(live_server) / "manifest.json").read_text())["counts"]["passages"]
+    manifest = json.loads((index_of(live_server) / "manifest.json").read_text())
+    passages = manifest["counts"]["passages"]
     assert len(result["structuredContent"]["results"]) == min(top_k, passages)
 
 
@@ -140,7 +146,8 @@ def test_get_document_returns_the_whole_file(live_server, name):
 
 
 @pytest.mark.parametrize("name", [
-    "../README.md", "../docs/faq.txt", "./faq.txt", "docs/faq.txt", str(DOCS / "faq.txt"), "/etc/passwd",
+    "../README.md", "../docs/faq.txt", "./faq.txt", "docs/faq.txt", str(DOCS / "faq.txt"),
+    "/etc/passwd",
     "FAQ.TXT", "Faq.txt", "faq.txt\x00", "faq.txt\x00.png", " faq.txt", "faq", "nope.txt", "",
     "..", ".", "manifest.json", "faq.txt/", "..\\faq.txt",
 ])
@@ -197,7 +204,8 @@ def test_changed_docs_make_search_ask_for_a_rebuild_then_recover(small_server, m
 
     # The file edited: still stale.
     (docs / "faq.txt").unlink()
-    (docs / "faq.txt").write_bytes(original + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
+    (docs / "faq.txt").write_bytes(
+        original + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
     result = server.call("search", {"query": "dog"})
     assert result["isError"] is True and "faq.txt changed" in text_of(result)
 
@@ -241,7 +249,8 @@ def test_tool_calls_are_rate_limited(built_index):
     try:
         results = [server.call("list_documents") for _ in range(3)]
         assert [r["isError"] for r in results] == [False, False, True]
-        assert re.fullmatch(r"Tool list_documents failed: RuntimeError: rate limit: at most 1 calls per second; "
+        assert re.fullmatch(r"Tool list_documents failed: RuntimeError: "
+                            r"rate limit: at most 1 calls per second; "
                             r"retry in \d\.\d s", text_of(results[2]))
         time.sleep(1.1)
         assert server.call("list_documents")["isError"] is False
