@@ -340,8 +340,16 @@ class Context:
         self._send, self._loop = send, asyncio.get_running_loop()
 
     def _notify(self, method, params):
-        if not self.cancelled:  # spec: nothing more is sent for a cancelled request
-            self._loop.call_soon_threadsafe(self._send, {"jsonrpc": "2.0", "method": method, "params": params})
+        if self.cancelled:  # spec: nothing more is sent for a cancelled request
+            return
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not inspect.iscoroutinefunction(self._send):  # stdio's send writes at once
+            return self._loop.call_soon_threadsafe(self._send, message)
+        try:
+            asyncio.get_running_loop()  # an async tool, on the loop: schedule the send
+            asyncio.ensure_future(self._send(message))
+        except RuntimeError:  # a sync tool's thread: wait until the peer takes it (backpressure)
+            asyncio.run_coroutine_threadsafe(self._send(message), self._loop).result()
 
     def report_progress(self, progress, total=None, message=None):
         """notifications/progress, if the request carried a progressToken. Progress must increase."""
@@ -757,6 +765,8 @@ class Client:
     def deliver(self, message):
         """Route one message from the server: a response to the request waiting on its id, progress to its
         handler. Returns the reply a server's own request gets: an error, as we offer no client features."""
+        if message.get("method") == "ping" and "id" in message:  # the spec: the receiver MUST answer
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {}}
         if "method" in message and "id" in message:
             return error_response(message["id"], MCPError(METHOD_NOT_FOUND, "Method not found"))
         if message.get("method") == "notifications/progress":

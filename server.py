@@ -384,7 +384,8 @@ def main(argv=None):
     if args.http is not None:  # mcp_http.py logs the URL it serves
         log(f"{server.info['name']} {__version__} (index: {args.index})")
         allowed = ["localhost", "127.0.0.1", "[::1]", *(args.allow_host or [])]
-        server.run(transport="http", host=args.host, port=args.http, allowed_hosts=allowed)
+        import mcp_http  # Streamable HTTP, only when asked for
+        mcp_http.serve(server, args.host, args.http, allowed_hosts=allowed)
     else:
         log(f"{server.info['name']} {__version__} ready on stdio (index: {args.index})")
         server.run()

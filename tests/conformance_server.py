@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp_min import Context, Server, ToolResult  # noqa: E402
+import mcp_http  # noqa: E402
 
 server = Server("mcp-min-conformance", "1.0.0")
 
@@ -142,4 +143,4 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
 }
 
 if __name__ == "__main__":
-    server.run(transport="http", port=int(sys.argv[1]) if len(sys.argv) > 1 else 3001)
+    mcp_http.serve(server, port=sys.argv[1] if len(sys.argv) > 1 else 3001)
