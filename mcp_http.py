@@ -112,6 +112,8 @@ async def write(writer, data, timeout):
     reads nothing for `timeout` seconds is cut off. Returns whether the connection is open."""
     if not writer.transport.is_closing():  # asyncio warns at each write after a lost connection
         writer.write(data)
+    if writer.transport.get_write_buffer_size() <= 65536:  # the peer keeps up: no wait
+        return not writer.transport.is_closing()
     try:
         async with asyncio.timeout(timeout):
             await writer.drain()
@@ -226,7 +228,9 @@ class HTTPTransport:
             await self.send_error(writer, HTTPError(408, "no complete request in time"))
         except HTTPError as e:
             await self.send_error(writer, e)
-        except (OSError, EOFError):
+        except asyncio.IncompleteReadError:  # the body: the head's end is read_request's to handle
+            await self.send_error(writer, HTTPError(400, "the request ended before its body did"))
+        except OSError:
             pass  # the client went away, or stopped reading: nobody is left to tell
         except Exception as e:  # a bug still gets an answer, and one line in the log
             self.log(f"failed to answer a request: {e!r:.200}")

@@ -4,7 +4,7 @@ security limits, concurrency, cancellation, our Client over HTTP, and the offici
 The server runs in-process, on a free port and in its own event-loop thread. Most tests speak raw
 HTTP with http.client or a socket.
 """
-import asyncio, base64, http.client, json, socket, sys, threading, time
+import asyncio, base64, http.client, json, resource, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -525,3 +525,215 @@ def test_server_py_over_http_allows_only_the_hosts_it_is_told(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+# --- Hostile peers (issue 12): bounded replies, the client's recovery, the server's limits ---
+
+def serve_raw(respond):
+    """A scripted HTTP server for the client tests: respond(message, writer) writes the raw
+    response to each POST. Returns (url, list of messages received, close)."""
+    received = []
+
+    async def connection(reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().partition(b"content-length:")[2].split(b"\r\n")[0] or 0)
+        message = json.loads(await reader.readexactly(length)) if length else None
+        received.append(message)
+        try:
+            if message and message.get("method") == "server/discover":
+                answer = {"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "supportedVersions": [MODERN], "capabilities": {"tools": {}}}}
+                writer.write(json_response(answer))
+            else:
+                await respond(message, writer)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+    return connection, received
+
+
+def json_response(message, status="200 OK"):
+    body = json.dumps(message).encode() if isinstance(message, dict) else message
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+            f"\r\nConnection: close\r\n\r\n").encode() + body
+
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+
+def with_raw_server(respond, test, **client_options):
+    """Run test(client, received) against serve_raw(respond)."""
+    async def main():
+        connection, received = serve_raw(respond)
+        listener = await asyncio.start_server(connection, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+        try:
+            async with mcp_http.HTTPClient(url, timeout=10, **client_options) as client:
+                await test(client, received)
+        finally:
+            listener.close()
+    asyncio.run(main())
+
+
+async def endless(writer, piece):
+    while True:  # until the client hangs up
+        writer.write(piece)
+        await writer.drain()
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("big-json", "the reply is 5000 bytes, over the 4096-byte max_message_bytes"),
+    ("endless-chunked", "over the 4096-byte max_message_bytes"),
+    ("endless-unframed", "over the 4096-byte max_message_bytes"),
+    ("endless-sse-event", "over the 4096-byte max_message_bytes"),
+    ("no-result", "neither a result nor an error"),
+    ("result-not-object", "neither a result nor an error"),
+    ("not-json", "Parse error"),
+    ("not-http", "no HTTP response"),
+    ("bad-chunk-size", "HTTP request failed"),
+])
+def test_client_survives_bad_replies(reply, expected):
+    # Each bad reply fails its own request with ConnectionError; the next request still works.
+    async def respond(message, writer):
+        name = message["params"]["name"]
+        if name == "good":
+            writer.write(json_response({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "content": [], "isError": False}}))
+        elif name == "big-json":
+            writer.write(json_response(b" " * 5000))
+        elif name == "endless-chunked":
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            await endless(writer, b"400\r\n" + b" " * 1024 + b"\r\n")
+        elif name == "endless-unframed":
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+            await endless(writer, b" " * 1024)
+        elif name == "endless-sse-event":
+            writer.write(SSE_HEAD + b"event: message\ndata: ")
+            await endless(writer, b"x" * 1024)
+        elif name in ("no-result", "result-not-object"):
+            broken = {"jsonrpc": "2.0", "id": message["id"]}
+            writer.write(json_response(broken if name == "no-result" else {**broken, "result": 5}))
+        elif name == "not-json":
+            writer.write(json_response(b"<html>502 Bad Gateway</html>", "502 Bad Gateway"))
+        elif name == "not-http":
+            writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        elif name == "bad-chunk-size":
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+
+    async def test(client, received):
+        with pytest.raises(ConnectionError) as failed:
+            await client.call_tool(reply)
+        assert expected in str(failed.value)
+        assert (await client.call_tool("good"))["isError"] is False
+    with_raw_server(respond, test, max_message_bytes=4096)
+
+
+def test_client_answers_the_servers_ping_and_refuses_other_requests():
+    async def respond(message, writer):
+        if message.get("method") == "tools/call":  # asks two questions first, then answers
+            for request_id, method in (("p1", "ping"), ("s1", "sampling/createMessage")):
+                event = {"jsonrpc": "2.0", "id": request_id, "method": method}
+                writer.write((SSE_HEAD if request_id == "p1" else b"")
+                             + b"event: message\ndata: " + json.dumps(event).encode() + b"\n\n")
+                await writer.drain()
+                await asyncio.sleep(0.2)
+            result = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+            writer.write(b"data: " + json.dumps(result).encode() + b"\n\n")
+        else:  # our client's answers arrive as POSTs of their own
+            writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+
+    async def test(client, received):
+        assert await client.call_tool("asks") == {"content": []}
+        answers = {m["id"]: m for m in received if m and "method" not in m}
+        assert answers["p1"] == {"jsonrpc": "2.0", "id": "p1", "result": {}}
+        assert answers["s1"]["error"]["code"] == -32601
+    with_raw_server(respond, test)
+
+
+def test_client_reopens_a_legacy_session_only_once():
+    async def respond(message, writer):
+        if message["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}}
+            writer.write(json_response({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                         .replace(b"\r\n\r\n", b"\r\nMcp-Session-Id: s%d\r\n\r\n" % message["id"]))
+        elif "id" in message:  # every session is forgotten at once
+            writer.write(json_response({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "unknown session"}}, "404 Not Found"))
+        else:
+            writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+
+    async def test(client, received):
+        with pytest.raises(MCPError) as failed:
+            await client.call_tool("anything")
+        assert "unknown session" in str(failed.value)
+        methods = [m.get("method") for m in received if m]
+        assert methods.count("initialize") == 2 and methods.count("tools/call") == 2
+    with_raw_server(respond, test, legacy=True)
+
+
+def test_sessions_are_evicted_least_recently_used_first():
+    transport = mcp_http.HTTPTransport(server)
+    transport.max_sessions = 100
+    active = transport.open_session(server.new_session())
+    for i in range(10_000):  # each initialize costs O(1): no scan of the sessions
+        transport.open_session(server.new_session())
+        if i % 50 == 0:  # the active client keeps using its session
+            transport.legacy_session({"mcp-session-id": active})
+    assert len(transport.sessions) == 100 and active in transport.sessions
+
+
+@pytest.mark.parametrize("data, status", [
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", 413),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n", 411),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: \xd9\xa3\r\n\r\n", 411),
+    (b"POST /mcp HTTP/1.1 extra\r\nHost: localhost\r\n\r\n", 400),
+    (b"POST /mcp HTTP/2\r\nHost: localhost\r\n\r\n", 400),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n: no name\r\n\r\n", 400),
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nab", 400),  # cut short
+    (b"\r\n\r\n", 400),
+])
+def test_malformed_http_always_gets_an_answer(live, data, status):
+    with socket.create_connection(("127.0.0.1", live.port), timeout=5) as sock:
+        sock.sendall(data)
+        if data.endswith(b"ab"):
+            sock.shutdown(socket.SHUT_WR)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer
+
+
+@pytest.mark.parametrize("name", [["test_simple_text"], {"a": 1}, 5, None, True])
+def test_modern_tools_call_with_a_name_that_is_not_a_string(live, name):
+    body, headers = modern("tools/call", {"name": "x"})
+    body["params"]["name"] = name
+    headers["Mcp-Name"] = json.dumps(name)
+    status, _, answer = post(live, body, headers)
+    assert status == 400 and json.loads(answer)["id"] == 1
+
+
+def test_connections_over_the_cap_get_503(live):
+    transport = mcp_http.HTTPTransport(server, max_connections=5, request_timeout=10)
+    listener = asyncio.run_coroutine_threadsafe(transport.start("127.0.0.1", 0), live.loop).result()
+    port = listener.sockets[0].getsockname()[1]
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    try:
+        deadline = time.time() + 5
+        while len(transport.connections) < 5 and time.time() < deadline:
+            time.sleep(0.01)
+        refused = raw(SimpleNamespace(port=port), b"")
+        assert refused.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in refused
+        body, headers = modern("tools/list")
+        data = json.dumps(body).encode()
+        idle[0].sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                        + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+                        + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        assert idle[0].recv(65536).startswith(b"HTTP/1.1 200 ")  # a client under the cap is served
+    finally:
+        for sock in idle:
+            sock.close()
+        live.loop.call_soon_threadsafe(listener.close)
+    assert transport.max_connections == 5
+    assert 0 < mcp_http.default_max_connections() < resource.getrlimit(resource.RLIMIT_NOFILE)[0]
