@@ -137,9 +137,10 @@ def serve(server, host="127.0.0.1", port=8000, grace=SHUTDOWN_GRACE, **options):
 
 
 def default_max_connections():
-    """3/4 of the descriptor limit (ulimit -n): the rest is for files, pipes and refusals."""
+    """The descriptor limit (ulimit -n) less 200: room for files, pipes, and a burst of refusals
+    (asyncio accepts up to 100 connections at a time)."""
     soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return 50_000 if soft_limit == resource.RLIM_INFINITY else max(1, soft_limit * 3 // 4)
+    return 50_000 if soft_limit == resource.RLIM_INFINITY else max(8, soft_limit - 200)
 
 
 class HTTPTransport:
@@ -173,11 +174,11 @@ class HTTPTransport:
         except (OSError, OverflowError, ValueError) as e:  # ValueError too: a host IDNA refuses
             reason = "the port is in use" if getattr(e, "errno", 0) == errno.EADDRINUSE else e
             raise SystemExit(f"{name}: cannot serve on {host}:{str(port)[:20]}: {reason}") from None
-        port = listener.sockets[0].getsockname()[1]
-        print(f"{name}: MCP over HTTP on http://{host}:{port}{ENDPOINT}", file=sys.stderr)
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        port = listener.sockets[0].getsockname()[1]  # printed once the signals are ours
+        print(f"{name}: MCP over HTTP on http://{host}:{port}{ENDPOINT}", file=sys.stderr)
         await stop.wait()
         listener.close()  # no new connections from here on
         late = await self.shutdown(grace)

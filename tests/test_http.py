@@ -4,7 +4,7 @@ security limits, concurrency, cancellation, our Client over HTTP, and the offici
 The server runs in-process, on a free port and in its own event-loop thread. Most tests speak raw
 HTTP with http.client or a socket.
 """
-import asyncio, base64, http.client, json, resource, socket, subprocess, sys, threading, time
+import asyncio, base64, http.client, json, os, resource, signal, socket, subprocess, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -737,3 +737,198 @@ def test_connections_over_the_cap_get_503(live):
         live.loop.call_soon_threadsafe(listener.close)
     assert transport.max_connections == 5
     assert 0 < mcp_http.default_max_connections() < resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# --- A real server process: backpressure, write timeouts, descriptors, shutdown, startup ---
+
+SERVER_SCRIPT = '''
+import asyncio, os, resource, sys
+sys.path[:0] = [{root!r}, {tests!r}]
+import mcp_http
+from conformance_server import server
+from mcp_min import Context
+
+
+@server.tool()
+def flood(count: int, ctx: Context) -> str:
+    """Sends `count` progress notifications as fast as it can."""
+    for i in range(count):
+        ctx.report_progress(i, count)
+    return "flooded"
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleeps."""
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
+if os.environ.get("NOFILE"):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (int(os.environ["NOFILE"]),) * 2)
+options = {{key: float(value) for key, value in (arg.split("=") for arg in sys.argv[3:])}}
+mcp_http.serve(server, sys.argv[1], sys.argv[2], **options)
+'''
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """start_server(*options, env=None) -> (process, port): the script above on a free port."""
+    script = tmp_path / "http_server.py"
+    tests = Path(__file__).resolve().parent
+    script.write_text(SERVER_SCRIPT.format(root=str(tests.parent), tests=str(tests)))
+    processes = []
+
+    def start(*options, env=None, host="127.0.0.1", port=None):
+        port = port or free_port()
+        process = subprocess.Popen([sys.executable, str(script), host, str(port), *options],
+                                   stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        processes.append(process)
+        line = process.stderr.readline()
+        assert "MCP over HTTP on" in line or "cannot serve" in line, line
+        return process, port, line
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+def send_call(port, name, arguments, request_id=1, progress=False, rcvbuf=None):
+    """Open a socket and POST a modern tools/call; returns the socket, unread."""
+    params = {"name": name, "arguments": arguments}
+    if progress:
+        params["_meta"] = {"progressToken": request_id}
+    body, headers = modern("tools/call", params, request_id)
+    data = json.dumps(body).encode()
+    sock = socket.socket()
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                 b"Accept: application/json, text/event-stream\r\n"
+                 + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+                 + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    return sock
+
+
+def read_all(sock, timeout=30):
+    sock.settimeout(timeout)
+    received = b""
+    try:
+        while chunk := sock.recv(1 << 20):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def rss_mib(process):
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) // 1024
+
+
+def test_sse_backpressure_and_write_timeout(start_server):
+    # A tool floods progress: it waits while the client is slow to read, so memory stays flat
+    # (the flood that took a server to 123 MiB). A client that stops reading is cut off after
+    # write_timeout, and the server goes on serving others.
+    process, port, _ = start_server("write_timeout=2")
+    before = rss_mib(process)
+    slow = send_call(port, "flood", {"count": 20_000}, progress=True, rcvbuf=4096)
+    stuck = send_call(port, "flood", {"count": 10**9}, request_id=2, progress=True, rcvbuf=4096)
+    time.sleep(3)  # neither reads; `stuck` will never read again
+    assert rss_mib(process) < before + 20
+    received = read_all(slow)
+    assert received.count(b"notifications/progress") == 20_000 and b'"flooded"' in received
+    stuck_received = read_all(stuck, timeout=10)  # what was buffered, then the end: cut off
+    assert b'"flooded"' not in stuck_received
+    assert b'"rested"' in read_all(send_call(port, "nap", {"seconds": 0}))
+    assert rss_mib(process) < before + 20
+    stuck.close()
+    slow.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_graceful_shutdown(start_server, signum):
+    process, port, _ = start_server("grace=1.5")
+    quick = send_call(port, "nap", {"seconds": 0.5})
+    late = send_call(port, "nap", {"seconds": 60}, request_id=2)
+    time.sleep(0.2)  # both are running
+    process.send_signal(signum)
+    time.sleep(0.2)
+    with pytest.raises(OSError):  # no new connections
+        socket.create_connection(("127.0.0.1", port), timeout=2).recv(1)
+    assert b'"rested"' in read_all(quick)  # finished within the grace period: answered
+    answer = json.loads(read_all(late).partition(b"\r\n\r\n")[2])
+    assert answer["id"] == 2 and answer["error"]["code"] == -32603
+    assert answer["error"]["message"].startswith("Cancelled: the server is shutting down")
+    assert process.wait(10) == 0
+    stderr = process.stderr.read()
+    assert stderr.count("\n") == 1 and "stopped" in stderr and "Traceback" not in stderr, stderr
+
+
+def test_server_py_stops_gracefully_on_sigterm(tmp_path):
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "server.py"),
+                                "--index", str(tmp_path / "none"), "--http", str(port)],
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        while "MCP over HTTP on" not in process.stderr.readline():
+            assert process.poll() is None, "server.py --http exited"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        stderr = process.stderr.read()
+        assert "stopped" in stderr and "Traceback" not in stderr, stderr
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+@pytest.mark.parametrize("host, port, reason", [
+    ("127.0.0.1", "in use", "the port is in use"),
+    ("127.0.0.1", "70000", "port must be 0-65535"),
+    ("127.0.0.1", "http", "a port is a number from 0 to 65535"),
+    ("no-such-host.invalid", "0", "Name or service not known"),
+])
+def test_startup_errors_are_one_line(start_server, host, port, reason):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        if port == "in use":
+            port = str(taken.getsockname()[1])
+        process, _, line = start_server(host=host, port=port)
+        assert process.wait(10) == 1
+    assert reason in line and line.count("\n") == 1 and process.stderr.read() == ""
+
+
+def test_descriptor_exhaustion_is_logged_at_a_bounded_rate(start_server):
+    # With a cap above the descriptor limit, accept() fails with EMFILE: asyncio reports it, and
+    # mcp_http logs it at most once a second instead of tens of MB of tracebacks. With the default
+    # cap (below the limit) the extra connections get 503 instead.
+    for limit, options, count in (("64", ["max_connections=1000"], 100), ("512", [], 400)):
+        expect_503 = count == 400
+        process, port, _ = start_server(*options, env={"NOFILE": limit})
+        sockets = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(count)]
+        time.sleep(2.5)
+        refused = sum(1 for sock in sockets if select_ready(sock))
+        assert (refused > 0) == expect_503
+        for sock in sockets:
+            sock.close()
+        time.sleep(1.2)  # asyncio retries accept() after a second
+        assert b'"rested"' in read_all(send_call(port, "nap", {"seconds": 0}))
+        process.terminate()
+        assert process.wait(10) == 0
+        stderr = process.stderr.read()
+        assert len(stderr) < 2000 and "Traceback" not in stderr, stderr[:2000]
+        assert ("out of system resource" in stderr) != expect_503, stderr
+
+
+def select_ready(sock):
+    import select
+    return bool(select.select([sock], [], [], 0)[0])
