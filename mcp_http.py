@@ -109,17 +109,15 @@ def http_head(status, headers):
 
 async def write(writer, data, timeout):
     """Write, then wait while the peer lags behind (64 KiB unread): backpressure. A peer that
-    reads nothing for `timeout` seconds is cut off. Returns whether the connection is open."""
+    reads nothing for `timeout` seconds is cut off."""
     if not writer.transport.is_closing():  # asyncio warns at each write after a lost connection
         writer.write(data)
-    if writer.transport.get_write_buffer_size() <= 65536:  # the peer keeps up: no wait
-        return not writer.transport.is_closing()
-    try:
-        async with asyncio.timeout(timeout):
-            await writer.drain()
-    except (TimeoutError, ConnectionError):
-        writer.transport.abort()
-    return not writer.transport.is_closing()
+    if writer.transport.get_write_buffer_size() > 65536:
+        try:
+            async with asyncio.timeout(timeout):
+                await writer.drain()
+        except (TimeoutError, ConnectionError):
+            writer.transport.abort()
 
 
 # ---------------------------------------------------------------------------
@@ -537,8 +535,6 @@ class HTTPClient(Client):
     async def write(self, message):
         if self.trace:
             self.trace("→", encode(message).decode().rstrip("\n"))
-        if self.failure:
-            raise ConnectionError(self.failure)
         if message.get("method") == "notifications/cancelled":
             post = self.posts.get(message["params"]["requestId"])
             if post:  # hang up; in 2026-07-28 that alone is the cancellation

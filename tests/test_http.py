@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mcp_http  # noqa: E402
 from conformance_server import server  # noqa: E402
-from mcp_min import MAX_MESSAGE_BYTES, Client, Context, MCPError  # noqa: E402
+from mcp_min import MAX_MESSAGE_BYTES, Context, MCPError, Server  # noqa: E402
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -932,3 +932,26 @@ def test_descriptor_exhaustion_is_logged_at_a_bounded_rate(start_server):
 def select_ready(sock):
     import select
     return bool(select.select([sock], [], [], 0)[0])
+
+
+def test_a_failure_inside_the_transport_still_gets_an_answer(live, capfd):
+    # A hand-written schema whose "properties" is not an object breaks the header check: the
+    # client still gets a 500 with a JSON-RPC error, and the log one line, not a traceback.
+    broken = Server("broken")
+
+    @broken.tool()
+    def echo(text: str) -> str:
+        """Echoes."""
+        return text
+    broken.tools["echo"][1]["inputSchema"]["properties"] = ["text"]
+    transport = mcp_http.HTTPTransport(broken)
+    listener = asyncio.run_coroutine_threadsafe(transport.start("127.0.0.1", 0), live.loop).result()
+    try:
+        body, headers = modern("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        status, _, answer = post(SimpleNamespace(port=listener.sockets[0].getsockname()[1]),
+                                 body, headers)
+    finally:
+        live.loop.call_soon_threadsafe(listener.close)
+    assert status == 500 and json.loads(answer)["error"]["code"] == -32600
+    logged = capfd.readouterr().err
+    assert "failed to answer a request: AttributeError" in logged and "Traceback" not in logged
