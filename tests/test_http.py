@@ -4,7 +4,8 @@ security limits, concurrency, cancellation, our Client over HTTP, and the offici
 The server runs in-process, on a free port and in its own event-loop thread. Most tests speak raw
 HTTP with http.client or a socket.
 """
-import asyncio, base64, http.client, json, os, resource, signal, socket, subprocess, sys, threading, time
+import asyncio, base64, http.client, json, os, resource, select, signal, socket, subprocess, sys
+import threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +19,8 @@ from conformance_server import server  # noqa: E402
 from mcp_min import MAX_MESSAGE_BYTES, Context, MCPError, Server  # noqa: E402
 
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}}
 cancelled = []  # request ids of test_slow calls that saw their cancellation
 
 
@@ -36,7 +38,7 @@ async def slow(seconds: float, ctx: Context) -> str:
 
 @pytest.fixture(scope="module")
 def live():
-    """The conformance server over HTTP, with a 1 s request timeout so the slow-client test is quick."""
+    """The conformance server over HTTP; a 1 s request timeout keeps the slow-client test quick."""
     loop = asyncio.new_event_loop()
     transport = mcp_http.HTTPTransport(server, request_timeout=1.0)
     listener = loop.run_until_complete(transport.start("127.0.0.1", 0))
@@ -60,13 +62,14 @@ def post(live, body, headers=None, accept="application/json, text/event-stream",
     """POST to /mcp; returns (status, headers dict with lower-case names, body bytes)."""
     conn = conn or http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    conn.request("POST", "/mcp", data, {"Content-Type": "application/json", "Accept": accept, **(headers or {})})
+    conn.request("POST", "/mcp", data,
+                 {"Content-Type": "application/json", "Accept": accept, **(headers or {})})
     response = conn.getresponse()
     return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
 
 
 def modern(method, params=None, request_id=1, **headers):
-    """A 2026-07-28 request and its conformant headers (override or drop them with keyword arguments)."""
+    """A 2026-07-28 request and its conformant headers (keyword arguments override or drop them)."""
     params = {**(params or {}), "_meta": {**META, **(params or {}).get("_meta", {})}}
     standard = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
     if method == "tools/call":
@@ -85,8 +88,10 @@ def sse(body):
 
 
 def initialize(live, version="2025-11-25"):
-    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    params = {"protocolVersion": version, "capabilities": {},
+              "clientInfo": {"name": "t", "version": "1"}}
+    status, headers, body = post(live, {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                        "params": params})
     assert status == 200, body
     return headers["mcp-session-id"], json.loads(body)
 
@@ -104,17 +109,19 @@ def test_legacy_session_lifecycle(live):
     status, headers, body = post(live, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, session)
     assert status == 200 and headers["content-type"] == "application/json"
     assert "test_simple_text" in [tool["name"] for tool in json.loads(body)["result"]["tools"]]
-    assert json.loads(post(live, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, session)[2])["result"] == {}
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert json.loads(post(live, ping, session)[2])["result"] == {}
     # The session id is required; a wrong one is unknown; an unsupported version header is refused.
     status, _, body = post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
     assert status == 400 and json.loads(body)["error"]["code"] == -32600
-    assert post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, {"Mcp-Session-Id": "nope"})[0] == 404
+    tools_list = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+    assert post(live, tools_list, {"Mcp-Session-Id": "nope"})[0] == 404
     assert post(live, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
                 {**session, "MCP-Protocol-Version": "1999-01-01"})[0] == 400
     # DELETE ends it; afterwards the id is unknown.
     conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
     conn.request("DELETE", "/mcp", headers=session)
-    assert (conn.getresponse().status, post(live, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, session)[0]) == (200, 404)
+    assert (conn.getresponse().status, post(live, tools_list, session)[0]) == (200, 404)
     conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
     conn.request("DELETE", "/mcp", headers=session)
     assert conn.getresponse().status == 404
@@ -122,7 +129,8 @@ def test_legacy_session_lifecycle(live):
 
 def test_legacy_errors_are_200_with_jsonrpc_error(live):
     session_id, _ = initialize(live)
-    status, _, body = post(live, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope"}},
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope"}}
+    status, _, body = post(live, call,
                            {"Mcp-Session-Id": session_id})
     assert status == 200 and json.loads(body)["error"]["code"] == -32602
 
@@ -138,10 +146,13 @@ def test_legacy_logging_and_progress_stream_as_sse(live):
     messages = sse(body)
     assert [m["params"]["data"] for m in messages[:3]] == [
         "Tool execution started", "Tool processing data", "Tool execution completed"]
-    assert all(m["method"] == "notifications/message" and m["params"]["level"] == "info" for m in messages[:3])
-    assert messages[3]["id"] == 2 and messages[3]["result"]["content"][0]["text"] == "Logging test completed"
+    assert all(m["method"] == "notifications/message" and m["params"]["level"] == "info"
+               for m in messages[:3])
+    assert messages[3]["id"] == 2
+    assert messages[3]["result"]["content"][0]["text"] == "Logging test completed"
     # Above the level: nothing to stream, so plain JSON.
-    post(live, {"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "error"}}, session)
+    post(live, {"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+                "params": {"level": "error"}}, session)
     status, headers, body = post(live, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                                         "params": {"name": "test_tool_with_logging"}}, session)
     assert headers["content-type"] == "application/json" and json.loads(body)["id"] == 4
@@ -160,7 +171,7 @@ def test_legacy_cancelled_notification_stops_a_request(live):
         assert post(live, {"jsonrpc": "2.0", "method": "notifications/cancelled",
                            "params": {"requestId": "slow-1"}}, session)[0] == 202
         status, _, body = running.result(5)
-    assert (status, body) == (204, b"") and "slow-1" in cancelled  # no answer for a cancelled request
+    assert (status, body) == (204, b"") and "slow-1" in cancelled  # a cancelled request: no answer
 
 
 # --- Modern requests (2026-07-28): stateless, headers mirror the body ---
@@ -169,7 +180,8 @@ def test_modern_request_is_stateless(live):
     status, headers, body = post(live, *modern("server/discover"))
     answer = json.loads(body)
     assert status == 200 and "mcp-session-id" not in headers
-    assert answer["result"]["supportedVersions"] == [MODERN] and answer["result"]["resultType"] == "complete"
+    assert answer["result"]["supportedVersions"] == [MODERN]
+    assert answer["result"]["resultType"] == "complete"
     status, _, body = post(live, *modern("tools/call", {"name": "test_simple_text"}, 7))
     assert status == 200 and json.loads(body)["result"]["content"] == [
         {"type": "text", "text": "This is a simple text response for testing."}]
@@ -202,11 +214,13 @@ def test_modern_headers_must_match_the_body(live, change, expected):
 
 def test_modern_custom_parameter_headers(live):
     def call(region, **headers):
-        body, standard = modern("tools/call", {"name": "test_header_param", "arguments": {"region": region}})
+        params = {"name": "test_header_param", "arguments": {"region": region}}
+        body, standard = modern("tools/call", params)
         status, _, answer = post(live, body, {**standard, **headers})
         return status, json.loads(answer)
     assert call("us-west1", **{"Mcp-Param-Region": "us-west1"})[0] == 200
-    assert call("Hello, 世界", **{"Mcp-Param-Region": "=?base64?SGVsbG8sIOS4lueVjA==?="})[0] == 200
+    base64_form = "=?base64?SGVsbG8sIOS4lueVjA==?="
+    assert call("Hello, 世界", **{"Mcp-Param-Region": base64_form})[0] == 200
     for headers in ({}, {"Mcp-Param-Region": "eu"}, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}):
         status, answer = call("us-west1", **headers)
         assert status == 400 and answer["error"]["code"] == -32020, headers
@@ -214,8 +228,10 @@ def test_modern_custom_parameter_headers(live):
 
 @pytest.mark.parametrize("method, params, headers, status, code", [
     ("tools/list", {"_meta": {}}, {}, 400, -32602),  # no _meta fields at all
-    ("server/discover", {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, {}, 400, -32602),
-    ("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "v9", "io.modelcontextprotocol/clientCapabilities": {}}},
+    ("server/discover", {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, {}, 400,
+     -32602),
+    ("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "v9",
+                              "io.modelcontextprotocol/clientCapabilities": {}}},
      {"MCP-Protocol-Version": "v9"}, 400, -32022),
     ("unknown/method", {}, {}, 404, -32601),
     ("initialize", {}, {}, 404, -32601),  # removed in this era
@@ -234,7 +250,8 @@ def test_modern_errors_have_their_http_status(live, method, params, headers, sta
 
 
 def test_modern_progress_streams_as_sse_then_result(live):
-    body, headers = modern("tools/call", {"name": "test_tool_with_progress", "_meta": {"progressToken": "p1"}}, 3)
+    params = {"name": "test_tool_with_progress", "_meta": {"progressToken": "p1"}}
+    body, headers = modern("tools/call", params, 3)
     status, response_headers, answer = post(live, body, headers)
     messages = sse(answer)
     assert status == 200 and response_headers["content-type"] == "text/event-stream"
@@ -248,7 +265,8 @@ def test_modern_progress_streams_as_sse_then_result(live):
 
 def test_modern_logging_only_when_the_request_asks(live):
     body, headers = modern("tools/call", {"name": "test_logging_tool"})
-    assert post(live, body, headers)[1]["content-type"] == "application/json"  # no logLevel: no logs
+    # No logLevel: no logs.
+    assert post(live, body, headers)[1]["content-type"] == "application/json"
     body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "info"
     messages = sse(post(live, body, headers)[2])
     assert [m.get("method") for m in messages] == ["notifications/message"] * 3 + [None]
@@ -264,7 +282,8 @@ def test_content_types_pass_through(live, era):
         if era == "modern":
             body, headers = modern("tools/call", {"name": name})
         else:
-            body, headers = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name}}, session
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name}}
+            headers = session
         content = json.loads(post(live, body, headers)[2])["result"]["content"]
         assert [block["type"] for block in content] == kinds
     assert base64.b64decode(content[1]["data"]).startswith(b"\x89PNG")
@@ -320,7 +339,8 @@ def test_malformed_requests(live, body, content_type, status, code):
 
 def test_notifications_and_responses_get_202(live):
     body, headers = modern("tools/list")
-    for message in ({"jsonrpc": "2.0", "method": "notifications/whatever"}, {"jsonrpc": "2.0", "id": 1, "result": {}}):
+    for message in ({"jsonrpc": "2.0", "method": "notifications/whatever"},
+                    {"jsonrpc": "2.0", "id": 1, "result": {}}):
         assert post(live, message, headers)[::2] == (202, b"")
 
 
@@ -364,7 +384,8 @@ def test_host_and_origin_are_checked(live, headers, status):
 
 def test_configured_allowed_hosts():
     transport = mcp_http.HTTPTransport(server, allowed_hosts=["mcp.example.com"])
-    transport.check_host_and_origin({"host": "mcp.example.com", "origin": "https://mcp.example.com"})
+    transport.check_host_and_origin({"host": "mcp.example.com",
+                                     "origin": "https://mcp.example.com"})
     with pytest.raises(mcp_http.HTTPError) as refused:
         transport.check_host_and_origin({"host": "localhost:8000"})
     assert refused.value.status == 403
@@ -382,13 +403,15 @@ def raw(live, data, timeout=5):
 
 
 def test_size_limits(live):
-    too_big = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    too_big = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Content-Type: application/json\r\n"
                         b"Content-Length: %d\r\n\r\n{" % (MAX_MESSAGE_BYTES + 1))
     assert too_big.startswith(b"HTTP/1.1 413 ")
-    huge_header = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+    huge_header = raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Big: "
+                      + b"a" * 20000 + b"\r\n\r\n")
     assert huge_header.startswith(b"HTTP/1.1 431 ")
-    assert raw(live, b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n").startswith(
-        b"HTTP/1.1 411 ")
+    chunked = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert raw(live, chunked).startswith(b"HTTP/1.1 411 ")
     assert raw(live, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
 
 
@@ -407,7 +430,8 @@ def test_slow_client_times_out_without_blocking_others(live):
 
 def test_100_concurrent_requests(live):
     def call(i):
-        body, headers = modern("tools/call", {"name": "test_slow", "arguments": {"seconds": 0.5}}, i)
+        params = {"name": "test_slow", "arguments": {"seconds": 0.5}}
+        body, headers = modern("tools/call", params, i)
         status, _, answer = post(live, body, headers, accept="application/json")
         return status, json.loads(answer)["id"]
     started = time.time()
@@ -423,17 +447,20 @@ def test_our_client_over_http(live):
     async def main():
         progress = []
         async with mcp_http.HTTPClient(f"http://127.0.0.1:{live.port}/mcp") as client:
-            assert (type(client).__name__, client.era, client.protocol_version) == ("HTTPClient", "modern", MODERN)
+            assert (client.era, client.protocol_version) == ("modern", MODERN)
             assert "test_header_param" in [tool["name"] for tool in await client.list_tools()]
-            result = await client.call_tool("test_tool_with_progress", on_progress=lambda *a: progress.append(a))
+            result = await client.call_tool("test_tool_with_progress",
+                                            on_progress=lambda *a: progress.append(a))
             assert result["content"][0]["text"] == "Progress test completed"
-            # x-mcp-header: the client mirrors the argument into Mcp-Param-Region, Base64 when needed.
-            assert (await client.call_tool("test_header_param", {"region": "Hello, 世界"}))["isError"] is False
+            # x-mcp-header: the client mirrors the argument into Mcp-Param-Region, in Base64 here.
+            result = await client.call_tool("test_header_param", {"region": "Hello, 世界"})
+            assert result["isError"] is False
             with pytest.raises(MCPError) as unknown:
                 await client.call_tool("nope")
             assert unknown.value.code == -32602
-            with pytest.raises(TimeoutError):  # a timed-out modern request hangs up: the server cancels it
-                await client.request("tools/call", {"name": "test_slow", "arguments": {"seconds": 30.0}}, timeout=0.3)
+            with pytest.raises(TimeoutError):  # a timed-out modern request hangs up: cancelled
+                await client.request("tools/call", {"name": "test_slow",
+                                                    "arguments": {"seconds": 30.0}}, timeout=0.3)
         assert progress == [(0, 100, None), (50, 100, None), (100, 100, None)]
     asyncio.run(main())
     deadline = time.time() + 5
@@ -443,7 +470,7 @@ def test_our_client_over_http(live):
 
 
 def test_our_client_falls_back_to_a_legacy_server(live):
-    class LegacyOnly(mcp_http.HTTPTransport):  # like a 2025 server: no modern requests, sessions only
+    class LegacyOnly(mcp_http.HTTPTransport):  # like a 2025 server: sessions only
         def check_modern_request(self, message, headers):
             raise mcp_http.HTTPError(400, "Bad Request: No valid session ID provided")
     loop = live.loop
@@ -456,7 +483,8 @@ def test_our_client_falls_back_to_a_legacy_server(live):
             assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")
             assert len(transport.sessions) == 1
             progress = []
-            await client.call_tool("test_tool_with_progress", on_progress=lambda *a: progress.append(a))
+            await client.call_tool("test_tool_with_progress",
+                                   on_progress=lambda *a: progress.append(a))
             assert len(progress) == 3
             # The server forgets the session (a restart, say): the next call gets 404, and the
             # client opens a new session once, then sends the call again (spec: Session Management).
@@ -482,46 +510,54 @@ def test_official_sdk_client(live, mode):
 
         async def on_progress(value, total, message):
             progress.append(value)
-        async with SDKClient(f"http://127.0.0.1:{live.port}/mcp", mode=mode, logging_callback=on_log,
+        async with SDKClient(f"http://127.0.0.1:{live.port}/mcp", mode=mode,
+                             logging_callback=on_log,
                              log_level="info") as client:
-            assert client._session.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
+            expected = "2025-11-25" if mode == "legacy" else MODERN
+            assert client._session.protocol_version == expected
             assert "test_simple_text" in [tool.name for tool in (await client.list_tools()).tools]
-            result = await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+            result = await client.call_tool("test_tool_with_progress", {},
+                                            progress_callback=on_progress)
             assert result.content[0].text == "Progress test completed" and progress == [0, 50, 100]
             await client.call_tool("test_tool_with_logging", {})
-            assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+            assert logs == ["Tool execution started", "Tool processing data",
+                            "Tool execution completed"]
             image = await client.call_tool("test_image_content", {})
             assert image.content[0].type == "image" and image.content[0].mime_type == "image/png"
             error = await client.call_tool("test_error_handling", {})
             assert error.is_error
-            assert (await client.call_tool("test_header_param", {"region": "us-west1"})).is_error is False
+            region = await client.call_tool("test_header_param", {"region": "us-west1"})
+            assert region.is_error is False
     asyncio.run(main())
 
 
 def test_server_py_over_http_allows_only_the_hosts_it_is_told(tmp_path):
     # python server.py --http PORT --allow-host NAME: the public name a proxy forwards is accepted,
-    # any other Host is refused (DNS rebinding), localhost always works. No index is needed for this.
+    # any other Host is refused (DNS rebinding), localhost always works. No index is needed.
     import subprocess
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "server.py"), "--index", str(tmp_path / "none"),
+    server_py = str(Path(__file__).resolve().parents[1] / "server.py")
+    process = subprocess.Popen([sys.executable, server_py, "--index", str(tmp_path / "none"),
                                 "--http", str(port), "--allow-host", "mcp.example.com"],
                                stderr=subprocess.PIPE, text=True)
     try:
         while "MCP over HTTP on" not in process.stderr.readline():
             assert process.poll() is None, "server.py --http exited"
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}})
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                           "params": {"_meta": META}})
         statuses = {}
         for host in ("mcp.example.com", "evil.example.com", f"localhost:{port}"):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             conn.request("POST", "/mcp", body, {"Host": host, "Content-Type": "application/json",
                                                 "Accept": "application/json, text/event-stream",
-                                                "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+                                                "MCP-Protocol-Version": "2026-07-28",
+                                                "Mcp-Method": "server/discover"})
             statuses[host] = conn.getresponse().status
             conn.close()
-        assert statuses == {"mcp.example.com": 200, "evil.example.com": 403, f"localhost:{port}": 200}
+        assert statuses == {"mcp.example.com": 200, "evil.example.com": 403,
+                            f"localhost:{port}": 200}
     finally:
         process.terminate()
         process.wait(10)
@@ -727,7 +763,8 @@ def test_connections_over_the_cap_get_503(live):
         assert refused.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in refused
         body, headers = modern("tools/list")
         data = json.dumps(body).encode()
-        idle[0].sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        idle[0].sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Content-Type: application/json\r\n"
                         + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
                         + b"Content-Length: %d\r\n\r\n" % len(data) + data)
         assert idle[0].recv(65536).startswith(b"HTTP/1.1 200 ")  # a client under the cap is served
@@ -788,7 +825,8 @@ def start_server(tmp_path):
     def start(*options, env=None, host="127.0.0.1", port=None):
         port = port or free_port()
         process = subprocess.Popen([sys.executable, str(script), host, str(port), *options],
-                                   stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                                   stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, **(env or {})})
         processes.append(process)
         line = process.stderr.readline()
         assert "MCP over HTTP on" in line or "cannot serve" in line, line
@@ -875,7 +913,8 @@ def test_graceful_shutdown(start_server, signum):
 
 def test_server_py_stops_gracefully_on_sigterm(tmp_path):
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parents[1] / "server.py"),
+    server_py = str(Path(__file__).resolve().parents[1] / "server.py")
+    process = subprocess.Popen([sys.executable, server_py,
                                 "--index", str(tmp_path / "none"), "--http", str(port)],
                                stderr=subprocess.PIPE, text=True)
     try:
@@ -930,7 +969,6 @@ def test_descriptor_exhaustion_is_logged_at_a_bounded_rate(start_server):
 
 
 def select_ready(sock):
-    import select
     return bool(select.select([sock], [], [], 0)[0])
 
 
