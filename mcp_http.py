@@ -56,7 +56,8 @@ class HTTPError(Exception):
         if not isinstance(error, MCPError):
             error = MCPError(INVALID_REQUEST, f"{HTTPStatus(status).phrase}: {error}")
         super().__init__(error.message)
-        self.status, self.error, self.request_id, self.headers = status, error, request_id, headers
+        self.status, self.error, self.request_id = status, error, request_id
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
 
 
 # ---------------------------------------------------------------------------
@@ -152,7 +153,6 @@ class HTTPTransport:
         self.allowed_hosts = {name.lower() for name in allowed_hosts}
         self.max_connections = max_connections or default_max_connections()
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> session, least recent first
-        self.max_sessions = MAX_SESSIONS
         self.connections, self.calls = {}, set()  # connection task -> busy answering?; handle tasks
         self.cutting_off = False  # shutdown() cancels the calls that outlived the grace period
         self.last_log, self.unlogged = 0.0, 0
@@ -245,9 +245,7 @@ class HTTPTransport:
                     self.write_timeout)
 
     async def send_error(self, writer, e):
-        body = encode(error_response(e.request_id, e.error))
-        await self.send(writer, e.status, {**(e.headers or {}), "Content-Type": "application/json"},
-                        body)
+        await self.send(writer, e.status, e.headers, encode(error_response(e.request_id, e.error)))
 
     async def respond(self, reader, writer, request):
         self.check_host_and_origin(request.headers)
@@ -255,8 +253,10 @@ class HTTPTransport:
             raise HTTPError(404, f"the MCP endpoint is {ENDPOINT}")
         if request.method == "POST":
             return await self.post(reader, writer, request)
-        if request.method == "DELETE":
-            self.end_session(request.headers)
+        if request.method == "DELETE":  # ends a legacy session, and the requests it runs
+            for task in self.legacy_session(request.headers)["in_flight"].values():
+                task.cancel()
+            del self.sessions[request.headers["mcp-session-id"]]
             return await self.send(writer, 200, {})
         # GET would open a stream for server-initiated messages; this server sends none.
         raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
@@ -327,18 +327,13 @@ class HTTPTransport:
 
     def open_session(self, session):
         """Keep the session of a successful initialize under a new, unguessable id. Clients that
-        vanish never send DELETE, so when max_sessions are open the least recently used one goes:
+        vanish never send DELETE, so when MAX_SESSIONS are open the least recently used one goes:
         O(1), as the front of the OrderedDict is always that one."""
-        if len(self.sessions) >= self.max_sessions:
+        if len(self.sessions) >= MAX_SESSIONS:
             self.sessions.popitem(last=False)
         session_id = secrets.token_urlsafe(32)  # visible ASCII, as the spec wants
         self.sessions[session_id] = session
         return session_id
-
-    def end_session(self, headers):
-        for task in self.legacy_session(headers)["in_flight"].values():
-            task.cancel()
-        del self.sessions[headers["mcp-session-id"]]
 
     # --- Modern requests, 2026-07-28 (spec: Request Metadata, Server Validation) ---
 
@@ -564,9 +559,12 @@ class HTTPClient(Client):
         request_id = message.get("id") if "method" in message else None  # None: not a request
         session_id = self.session_id
         try:
-            headers, body = self.headers_for(message), encode(message)
-            status, got, reader, writer = await http_request(self.url, "POST", headers, body)
+            port = self.url.port or (443 if self.url.scheme == "https" else 80)
+            reader, writer = await asyncio.open_connection(
+                self.url.hostname, port, limit=MAX_HEADER_BYTES, ssl=self.url.scheme == "https")
             try:
+                headers, body = self.headers_for(message), encode(message)
+                status, got = await http_request(reader, writer, self.url, headers, body)
                 if status == 404 and session_id and request_id is not None and retry:
                     await self.new_session(session_id)  # the spec: that session is gone
                     return await self.post(message, retry=False)
@@ -619,25 +617,18 @@ def too_big(size, limit):
     return ConnectionError(f"the reply is {size} bytes, over the {limit}-byte max_message_bytes")
 
 
-async def http_request(url, method, headers, body=b""):
-    """Send one request on a new connection: (status, lower-case headers, reader, writer)."""
-    port = url.port or (443 if url.scheme == "https" else 80)
-    reader, writer = await asyncio.open_connection(url.hostname, port, limit=MAX_HEADER_BYTES,
-                                                   ssl=url.scheme == "https")
-    try:
-        target = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}",
-                 f"Content-Length: {len(body)}", "Connection: close"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        status_line, got = parse_head(await reader.readuntil(b"\r\n\r\n"))
-        status = status_line.partition(" ")[2][:3]
-        if not (status_line.startswith("HTTP/") and status.isdigit()):
-            raise ConnectionError(f"no HTTP response from {url.netloc}")
-        return int(status), got, reader, writer
-    except BaseException:
-        writer.close()
-        raise
+async def http_request(reader, writer, url, headers, body):
+    """POST on a new connection; returns the response's status and lower-case headers."""
+    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    lines = [f"POST {target} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}",
+             f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+    status_line, got = parse_head(await reader.readuntil(b"\r\n\r\n"))
+    status = status_line.partition(" ")[2][:3]
+    if not (status_line.startswith("HTTP/") and status.isdigit()):
+        raise ConnectionError(f"no HTTP response from {url.netloc}")
+    return int(status), got
 
 
 async def body_pieces(reader, headers, limit):

@@ -711,9 +711,9 @@ def test_client_reopens_a_legacy_session_only_once():
     with_raw_server(respond, test, legacy=True)
 
 
-def test_sessions_are_evicted_least_recently_used_first():
+def test_sessions_are_evicted_least_recently_used_first(monkeypatch):
     transport = mcp_http.HTTPTransport(server)
-    transport.max_sessions = 100
+    monkeypatch.setattr(mcp_http, "MAX_SESSIONS", 100)
     active = transport.open_session(server.new_session())
     for i in range(10_000):  # each initialize costs O(1): no scan of the sessions
         transport.open_session(server.new_session())
