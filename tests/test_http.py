@@ -711,6 +711,42 @@ def test_client_reopens_a_legacy_session_only_once():
     with_raw_server(respond, test, legacy=True)
 
 
+flooded = []  # progress values test_flood has sent
+
+
+@server.tool(name="test_flood")
+def flood(count: int, ctx: Context) -> str:
+    """Sends progress as fast as it can (a def tool: each notification waits for the socket)."""
+    for i in range(count):
+        if ctx.cancelled:
+            return "stopped"
+        ctx.report_progress(i, count)
+        flooded.append(i)
+    return "flooded"
+
+
+def test_a_flooding_tool_waits_for_a_slow_reader(live):
+    # Backpressure on SSE: while the client reads nothing, the tool stops at the socket instead
+    # of filling the server's memory (test_sse_backpressure_and_write_timeout reads it all).
+    body, headers = modern("tools/call", {"name": "test_flood", "arguments": {"count": 60_000},
+                                          "_meta": {"progressToken": 1}})
+    data = json.dumps(body).encode()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", live.port))
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                     b"Accept: text/event-stream\r\n"
+                     + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+                     + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        sent = -1
+        while sent != len(flooded):  # until the tool is held up by the socket
+            sent = len(flooded)
+            time.sleep(0.5)
+        assert 0 < sent < 40_000  # what the kernel's buffers and 64 KiB hold, not all 60,000
+    time.sleep(0.5)  # hanging up cancels the call, and the tool sees it
+    assert len(flooded) < 40_000
+
+
 def test_sessions_are_evicted_least_recently_used_first(monkeypatch):
     transport = mcp_http.HTTPTransport(server)
     monkeypatch.setattr(mcp_http, "MAX_SESSIONS", 100)
@@ -790,6 +826,8 @@ from mcp_min import Context
 def flood(count: int, ctx: Context) -> str:
     """Sends `count` progress notifications as fast as it can."""
     for i in range(count):
+        if ctx.cancelled:  # the client hung up
+            return "stopped"
         ctx.report_progress(i, count)
     return "flooded"
 
@@ -872,20 +910,28 @@ def rss_mib(process):
     return int(status.split("VmRSS:")[1].split()[0]) // 1024
 
 
+def open_sockets(process):
+    fds = Path(f"/proc/{process.pid}/fd")
+    return sum(1 for fd in fds.iterdir() if os.readlink(fd).startswith("socket:"))
+
+
 def test_sse_backpressure_and_write_timeout(start_server):
     # A tool floods progress: it waits while the client is slow to read, so memory stays flat
     # (the flood that took a server to 123 MiB). A client that stops reading is cut off after
     # write_timeout, and the server goes on serving others.
     process, port, _ = start_server("write_timeout=2")
-    before = rss_mib(process)
+    before, sockets_before = rss_mib(process), open_sockets(process)
     slow = send_call(port, "flood", {"count": 20_000}, progress=True, rcvbuf=4096)
     stuck = send_call(port, "flood", {"count": 10**9}, request_id=2, progress=True, rcvbuf=4096)
     time.sleep(3)  # neither reads; `stuck` will never read again
     assert rss_mib(process) < before + 20
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # now read at full speed
     received = read_all(slow)
     assert received.count(b"notifications/progress") == 20_000 and b'"flooded"' in received
-    stuck_received = read_all(stuck, timeout=10)  # what was buffered, then the end: cut off
-    assert b'"flooded"' not in stuck_received
+    deadline = time.time() + 30  # the kernel's buffers fill first, then write_timeout runs
+    while open_sockets(process) > sockets_before and time.time() < deadline:
+        time.sleep(0.1)
+    assert time.time() < deadline, "the server kept writing to a client that reads nothing"
     assert b'"rested"' in read_all(send_call(port, "nap", {"seconds": 0}))
     assert rss_mib(process) < before + 20
     stuck.close()
