@@ -32,8 +32,10 @@ the other side of the pipe.
 """
 
 import argparse, asyncio, functools, itertools, json, os, queue, re, signal, sys, threading
-import time
+import time, urllib.parse
 from pathlib import Path
+
+import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
 
 from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND,
                      MODERN_VERSIONS, UNSUPPORTED_VERSION, MCPError, encode, error_response,
@@ -48,7 +50,7 @@ class Client:
 
     trace(direction, line), if given, sees every line: "→" sent, "←" received. Failures raise
     MCPError (the server answered with an error), TimeoutError, or ConnectionError (the server is
-    gone or broken). For Streamable HTTP, use mcp_http.HTTPClient(url) the same way."""
+    gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way."""
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
                  legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
@@ -296,6 +298,172 @@ def as_list(value):
     return value if isinstance(value, list) else []
 
 
+# === The client over Streamable HTTP (mcp_http.py has the server side) ===
+
+class HTTPClient(Client):
+    """Client over Streamable HTTP: HTTPClient("http://127.0.0.1:8000/mcp"). Each message is its
+    own POST on a new connection. Answers and progress reach the waiting request as on stdio. A
+    reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only."""
+
+    def __init__(self, url, **options):
+        super().__init__(url, **options)
+        self.url = urllib.parse.urlsplit(url)
+        if self.url.scheme not in ("http", "https") or not self.url.hostname:
+            raise ValueError(f"not an http:// or https:// URL: {url!r}")
+        self.session_id, self.posts, self.tool_schemas = None, {}, {}
+        self.session_lock = asyncio.Lock()
+
+    async def __aenter__(self):
+        try:
+            await self.connect()  # Client.connect: a modern server/discover first, else initialize
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def list_tools(self):
+        tools = await super().list_tools()
+        self.tool_schemas = {tool["name"]: tool.get("inputSchema", {}) for tool in tools}
+        return tools  # the schemas say which arguments travel as Mcp-Param headers too
+
+    async def write(self, message):
+        self.call_back(self.trace, "→", encode(message).decode().rstrip("\n"))
+        if message.get("method") == "notifications/cancelled":
+            post = self.posts.get(message["params"]["requestId"])
+            if post:  # hang up; in 2026-07-28 that alone is the cancellation
+                post.cancel()
+            if self.era == "modern":
+                return
+        if "id" not in message:  # a notification: sent before anything else, so `initialized` first
+            return await self.post(message)
+        task = self.posts[message["id"]] = asyncio.ensure_future(self.post(message))
+        task.add_done_callback(lambda _: self.posts.pop(message["id"], None))
+
+    def headers_for(self, message):
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+        if self.era == "modern" and "method" in message:  # headers that copy the body
+            tool = message["params"].get("name") if message["method"] == "tools/call" else None
+            mirrored = mcp_http.mirrored_headers(message, self.tool_schemas.get(tool),
+                                                 self.protocol_version)
+            headers.update((key, mcp_http.header_value(value)) for key, value in mirrored)
+        elif self.session_id:
+            headers.update({"Mcp-Session-Id": self.session_id,
+                            "MCP-Protocol-Version": self.protocol_version})
+        return headers
+
+    async def post(self, message, retry=True):
+        """POST one message and hand on what comes back: one JSON body, or the events of an SSE
+        stream. Whatever goes wrong fails this message's request only."""
+        request_id = message.get("id") if "method" in message else None  # None: not a request
+        session_id = self.session_id
+        try:
+            port = self.url.port or (443 if self.url.scheme == "https" else 80)
+            reader, writer = await asyncio.open_connection(
+                self.url.hostname, port, limit=mcp_http.MAX_HEADER_BYTES,
+                ssl=self.url.scheme == "https")
+            try:
+                headers, body = self.headers_for(message), encode(message)
+                status, got = await http_request(reader, writer, self.url, headers, body)
+                if status == 404 and session_id and request_id is not None and retry:
+                    await self.new_session(session_id)  # the spec: that session is gone
+                    return await self.post(message, retry=False)
+                if message.get("method") == "initialize" and "mcp-session-id" in got:
+                    self.session_id = got["mcp-session-id"]
+                async for data in reply_messages(reader, got, self.max_message_bytes):
+                    self.receive(data, request_id, status)
+            finally:
+                writer.close()
+            if request_id is not None:  # fails the request now, not at its timeout
+                raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
+        except Exception as e:  # a broken reply fails its request, never the client
+            future = self.pending.get(request_id)
+            if future and not future.done():
+                future.set_exception(ConnectionError(f"HTTP request failed: {e}"))
+
+    async def new_session(self, ended):
+        """After a 404 for session `ended`: a fresh initialize, once, shared by the requests that
+        saw the 404."""
+        async with self.session_lock:
+            if self.session_id == ended:
+                self.session_id, self.legacy = None, True  # the server is legacy: skip the probe
+                await self.connect()
+
+    def receive(self, data, request_id, status):
+        """One message from the server: a response completes its request, progress goes to its
+        handler, the server's own request (ping) is answered, as on stdio."""
+        self.call_back(self.trace, "←", data.decode(errors="replace"))
+        message = parse_message(data)  # MCPError if it is not one: a proxy's error page, say
+        if "id" in message and message["id"] is None:  # an error from before the id was read
+            message["id"] = request_id
+        reply = self.on_message(message)
+        if reply:
+            asyncio.ensure_future(self.post(reply))
+
+    async def close(self):
+        for task in list(self.posts.values()):
+            task.cancel()
+        self.failure = "the client was closed"
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError(self.failure))
+
+
+def too_big(size, limit):
+    return ConnectionError(f"the reply is {size} bytes, over the {limit}-byte max_message_bytes")
+
+
+async def http_request(reader, writer, url, headers, body):
+    """POST on a new connection; returns the response's status and lower-case headers."""
+    target = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    lines = [f"POST {target} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}",
+             f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+    status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
+    status = status_line.partition(" ")[2][:3]
+    if not (status_line.startswith("HTTP/") and status.isdigit()):
+        raise ConnectionError(f"no HTTP response from {url.netloc}")
+    return int(status), got
+
+
+async def body_pieces(reader, headers, limit):
+    """The response body as it arrives: chunked, Content-Length, or until the server closes."""
+    length = headers.get("content-length", "")
+    if "chunked" in headers.get("transfer-encoding", ""):
+        while size := int((await reader.readline()).split(b";")[0], 16):
+            if size > limit:
+                raise too_big(f"more than {limit}", limit)
+            yield (await reader.readexactly(size + 2))[:-2]  # a CRLF ends each chunk
+    elif length:
+        if not length.isdigit() or len(length) > 15 or int(length) > limit:
+            raise too_big(length[:20], limit)
+        yield await reader.readexactly(int(length))
+    else:
+        while piece := await reader.read(65536):
+            yield piece
+
+
+async def reply_messages(reader, headers, limit):
+    """The messages of a response body: the data of each SSE event, or the one JSON body. None may
+    pass `limit` bytes: an endless body fails instead of filling memory."""
+    sse = headers.get("content-type", "").startswith("text/event-stream")
+    rest, data = b"", []
+    async for piece in body_pieces(reader, headers, limit):
+        *lines, rest = (rest + piece).split(b"\n") if sse else [rest + piece]  # JSON: one message
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line and data:  # a blank line ends an event
+                yield b"\n".join(data)
+                data = []
+            elif line.startswith(b"data:"):  # comments and other fields are skipped
+                data.append(line[5:].removeprefix(b" "))
+        if len(rest) + sum(map(len, data)) > limit:
+            raise too_big(f"more than {limit}", limit)
+    if rest and not sse:
+        yield rest
+
+
 # === The demo: python client.py ===
 
 HERE = Path(__file__).resolve().parent
@@ -374,9 +542,8 @@ def server_python(project=HERE):
 
 def connect(command, trace, legacy):
     """The client for a server: a command to start (stdio) or a URL (Streamable HTTP)."""
-    if isinstance(command, str):  # a URL: Streamable HTTP, loaded only when asked for
-        import mcp_http
-        return mcp_http.HTTPClient(command, trace=trace, legacy=legacy)
+    if isinstance(command, str):  # a URL: Streamable HTTP
+        return HTTPClient(command, trace=trace, legacy=legacy)
     return Client(command, trace=trace, legacy=legacy)
 
 

@@ -1,32 +1,41 @@
 """The tools the official MCP conformance suite calls, served by mcp_min over Streamable HTTP.
 
     python tests/conformance_server.py 3001
-    npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp --scenario tools-call-image
+    npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp \
+        --scenario tools-call-image
 
 Tool names and results follow the suite's scenario descriptions (src/scenarios/server/*.ts in
 github.com/modelcontextprotocol/conformance). Not here: sampling and elicitation (the suite's
-test_sampling, test_elicitation), because mcp_min servers send no requests to the client.
+test_sampling, test_elicitation), because mcp_min servers send no requests to the client; and
+logging (test_tool_with_logging, test_logging_tool), which mcp_min left out to stay small, as
+2026-07-28 deprecates it.
 """
 import asyncio, base64, io, struct, sys, wave, zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp_min import Context, Server, ToolResult  # noqa: E402
+import mcp_http  # noqa: E402
 
 server = Server("mcp-min-conformance", "1.0.0")
 
 
 def png_1x1_red():
     def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data)))
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels)
+            + chunk(b"IEND", b""))
 
 
 def wav_silence():
     out = io.BytesIO()
     with wave.open(out, "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000)
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
         w.writeframes(b"\x00\x00" * 80)  # 10 ms
     return out.getvalue()
 
@@ -42,38 +51,40 @@ def test_simple_text() -> str:
 
 
 @server.tool()
-def test_image_content() -> list:
+def test_image_content() -> ToolResult:
     """Returns a 1x1 red PNG image."""
-    return [{"type": "image", "data": PNG, "mimeType": "image/png"}]
+    return ToolResult([{"type": "image", "data": PNG, "mimeType": "image/png"}])
 
 
 @server.tool()
-def test_audio_content() -> list:
+def test_audio_content() -> ToolResult:
     """Returns 10 ms of silence as a WAV file."""
-    return [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]
+    return ToolResult([{"type": "audio", "data": WAV, "mimeType": "audio/wav"}])
 
 
 @server.tool()
-def test_embedded_resource() -> list:
+def test_embedded_resource() -> ToolResult:
     """Returns an embedded text resource."""
-    return [{"type": "resource", "resource": {"uri": "test://embedded-resource", "mimeType": "text/plain",
-                                              "text": "This is an embedded resource content."}}]
+    return ToolResult([{"type": "resource", "resource": {
+        "uri": "test://embedded-resource", "mimeType": "text/plain",
+        "text": "This is an embedded resource content."}}])
 
 
 @server.tool()
-def test_resource_link() -> list:
+def test_resource_link() -> ToolResult:
     """Returns a link to a resource (not in the suite; our tests use it)."""
-    return [{"type": "resource_link", "uri": "test://linked-resource", "name": "linked-resource",
-             "mimeType": "text/plain"}]
+    return ToolResult([{"type": "resource_link", "uri": "test://linked-resource",
+                        "name": "linked-resource", "mimeType": "text/plain"}])
 
 
 @server.tool()
-def test_multiple_content_types() -> list:
+def test_multiple_content_types() -> ToolResult:
     """Returns text, an image and an embedded resource."""
-    return [{"type": "text", "text": "Multiple content types test:"},
-            {"type": "image", "data": PNG, "mimeType": "image/png"},
-            {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json",
-                                              "text": '{"test":"data","value":123}'}}]
+    return ToolResult([{"type": "text", "text": "Multiple content types test:"},
+                       {"type": "image", "data": PNG, "mimeType": "image/png"},
+                       {"type": "resource", "resource": {
+                           "uri": "test://mixed-content-resource", "mimeType": "application/json",
+                           "text": '{"test":"data","value":123}'}}])
 
 
 @server.tool()
@@ -92,24 +103,10 @@ async def test_tool_with_progress(ctx: Context) -> str:
     return "Progress test completed"
 
 
-async def log_three(ctx):
-    for i, text in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
-        ctx.log("info", text)
-        if i < 2:
-            await asyncio.sleep(0.05)
+@server.tool()
+async def test_logging_tool() -> str:
+    """The 2026-07-28 suite checks that no log message comes unasked: mcp_min sends none at all."""
     return "Logging test completed"
-
-
-@server.tool()
-async def test_tool_with_logging(ctx: Context) -> str:
-    """Sends three info log messages, 50 ms apart."""
-    return await log_three(ctx)
-
-
-@server.tool()
-async def test_logging_tool(ctx: Context) -> str:
-    """The same, under the name the 2026-07-28 scenarios use (no logs unless the request asks)."""
-    return await log_three(ctx)
 
 
 @server.tool()
@@ -125,12 +122,14 @@ def json_schema_2020_12_tool(name: str = "") -> str:
 
 
 # Definitions the type hints cannot express: written by hand, as any mcp_min user may do.
-server.tools["test_header_param"][1]["inputSchema"]["properties"]["region"]["x-mcp-header"] = "Region"
+region = server.tools["test_header_param"][1]["inputSchema"]["properties"]["region"]
+region["x-mcp-header"] = "Region"
 server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {"address": {"$anchor": "addressDef", "type": "object",
-                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                          "properties": {"street": {"type": "string"},
+                                         "city": {"type": "string"}}}},
     "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
                    "phone": {"type": "string"}, "email": {"type": "string"}},
@@ -142,4 +141,4 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
 }
 
 if __name__ == "__main__":
-    __import__("mcp_http").serve(server, port=int(sys.argv[1]) if len(sys.argv) > 1 else 3001)
+    mcp_http.serve(server, port=sys.argv[1] if len(sys.argv) > 1 else 3001)
