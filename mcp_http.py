@@ -22,7 +22,7 @@ holds nothing. SIGTERM and SIGINT stop the server gracefully.
 
 The sections follow a request: reading HTTP/1.1 -> serving and stopping -> the connection ->
 security -> the endpoint -> the two eras -> the answer, as JSON or SSE -> headers that mirror the
-body. The client comes last.
+body. The client side is HTTPClient, in client.py.
 Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 """
 import asyncio, base64, collections, errno, resource, secrets, signal, sys, time
