@@ -5,7 +5,10 @@ Loading the model takes seconds, so every fixture that needs it is session-scope
 """
 
 import asyncio
+import contextlib
 import shutil
+import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -72,6 +75,23 @@ class LiveServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+@contextlib.contextmanager
+def server_py_over_http(index_dir):
+    """python server.py --http on a free port, as someone else would start it: yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(server_command(index_dir, "--http", str(port)),
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        while "MCP over HTTP on" not in server.stderr.readline():
+            assert server.poll() is None, "server.py --http exited"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def server_command(index_dir, *extra):

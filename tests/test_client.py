@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, server_py_over_http
 
 PROJECT_FILES = ["client.py", "server.py", "index_build.py", "mcp_min.py", "mcp_http.py"]
 
@@ -126,27 +126,15 @@ def test_server_that_cannot_start_is_an_error():
 
 def test_url_talks_streamable_http(built_index):
     # client.py --url: the same demo against server.py --http, a server someone else started.
-    import socket
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, str(ROOT / "server.py"), "--index", str(built_index),
-               "--http", str(port)]
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    try:
-        while "MCP over HTTP on" not in server.stderr.readline():
-            assert server.poll() is None, "server.py --http exited"
-        result = run_client("--url", f"http://127.0.0.1:{port}/mcp", "--top-k", "1", "--trace")
-        assert result.returncode == 0, result.stderr
-        assert f"[1] connect: reach http://127.0.0.1:{port}/mcp" in result.stdout
-        assert "    protocol   : 2026-07-28" in result.stdout
-        assert "    [1] source: faq.txt (distance: 0." in result.stdout
-        lines = result.stdout.splitlines()
-        sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
-        assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
-    finally:
-        server.terminate()
-        server.wait(10)
+    with server_py_over_http(built_index) as url:
+        result = run_client("--url", url, "--top-k", "1", "--trace")
+    assert result.returncode == 0, result.stderr
+    assert f"[1] connect: reach {url}" in result.stdout
+    assert "    protocol   : 2026-07-28" in result.stdout
+    assert "    [1] source: faq.txt (distance: 0." in result.stdout
+    lines = result.stdout.splitlines()
+    sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
+    assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
 
 
 # --- A fresh clone: `python client.py` with whatever python3 is on PATH ---

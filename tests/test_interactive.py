@@ -7,14 +7,13 @@ import asyncio
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, server_py_over_http
 
 
 def client_command(*args):
@@ -136,20 +135,9 @@ def test_prompt_at_a_terminal_and_ctrl_d_ends(own_index):
 
 
 def test_over_streamable_http(built_index):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, str(ROOT / "server.py"), "--index", str(built_index),
-               "--http", str(port)]
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    try:
-        while "MCP over HTTP on" not in server.stderr.readline():
-            assert server.poll() is None, "server.py --http exited"
+    with server_py_over_http(built_index) as url:
         result = run_interactive("can I bring a dog\nis there a password for the wifi\n",
-                                 "--url", f"http://127.0.0.1:{port}/mcp", "--top-k", "1")
-    finally:
-        server.terminate()
-        server.wait(10)
+                                 "--url", url, "--top-k", "1")
     assert result.returncode == 0, result.stderr
     first, second = answers(result.stdout)
     assert first.startswith("[1] source: faq.txt (distance: 0.")
