@@ -280,11 +280,11 @@ class Context:
         params = {"progressToken": self.progress_token, "progress": progress, "total": total,
                   "message": message}
         params = {key: value for key, value in params.items() if value is not None}
-        message = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+        notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
         if threading.get_ident() == self.loop_thread:
-            self.send(message)
+            self.send(notification)
         else:  # from a sync tool's worker thread
-            self.loop.call_soon_threadsafe(self.send, message)
+            self.loop.call_soon_threadsafe(self.send, notification)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
