@@ -283,8 +283,9 @@ class Context:
         notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
         if threading.get_ident() == self.loop_thread:
             self.send(notification)
-        else:  # from a sync tool's worker thread
+        else:  # from a sync tool's thread: it waits a turn of the loop, so a flood stays flat
             self.loop.call_soon_threadsafe(self.send, notification)
+            asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(WRITE_TIMEOUT)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
@@ -398,10 +399,9 @@ class Server:
     def handle_notification(self, message, session):
         """notifications/cancelled stops a request; no other notification needs anything."""
         request_id = message.get("params", {}).get("requestId")
-        if message["method"] == "notifications/cancelled" and valid_id(request_id):
-            task = session["in_flight"].pop(request_id, None)
-            if task:  # an unknown or finished request is ignored, as the spec says
-                task.cancel()
+        cancelled = message["method"] == "notifications/cancelled" and valid_id(request_id)
+        if cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
+            session["in_flight"].pop(request_id).cancel()
 
     # === 5. The stdio loop (spec: basic/transports/stdio) ===
 
@@ -412,11 +412,7 @@ class Server:
         # a stray print() in a tool, or a C library writing to fd 1, cannot corrupt the stream.
         wire_fd = os.dup(1)
         os.dup2(2, 1)
-        # Not asyncio.run(), which waits for every worker thread to end: one stuck in a sync tool
-        # for good would keep the server from exiting. Closing the loop by hand does not wait.
-        loop = asyncio.new_event_loop()
-        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
-        with contextlib.closing(loop), contextlib.redirect_stdout(sys.stderr):
+        with contextlib.closing(new_event_loop()) as loop, contextlib.redirect_stdout(sys.stderr):
             loop.run_until_complete(self.serve_stdio(sys.stdin.fileno(), wire_fd))
         os.close(wire_fd)  # the wire: the client sees EOF, even if a stuck tool keeps the process
 
@@ -497,6 +493,15 @@ class Server:
             del session["in_flight"][message["id"]]
         if response is not None:
             send(response)
+
+
+def new_event_loop():
+    """An event loop with MAX_THREADS worker threads for sync tools. Close it by hand, not with
+    asyncio.run(), which waits for every worker thread: one stuck in a tool for good would keep
+    the server from ever returning."""
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
+    return loop
 
 
 async def open_pipes(in_fd, out_fd):
