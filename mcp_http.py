@@ -289,9 +289,7 @@ class HTTPTransport:
             request_id = message.get("id") if valid_id(message.get("id")) else None
             if "method" not in message and ("result" in message or "error" in message):
                 return await self.send(writer, 202, {})  # a response: this server asks nothing
-            check_request(message)
-            if "id" in message and request_id is None:
-                raise MCPError(INVALID_REQUEST, "Invalid Request: id must be a string or integer")
+            check_request(message)  # a request's id is checked there too
         except MCPError as e:
             raise HTTPError(400, e, request_id) from None
         # Which era? A modern version header or modern _meta means 2026-07-28; the rest is legacy.
