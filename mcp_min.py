@@ -142,9 +142,12 @@ def valid_id(request_id):
 
 
 def error_response(request_id, error):
-    body = {"code": error.code, "message": error.message, "data": error.data}
-    body = {key: value for key, value in body.items() if value is not None}
+    body = without_none({"code": error.code, "message": error.message, "data": error.data})
     return {"jsonrpc": "2.0", "id": request_id, "error": body}
+
+
+def without_none(fields):  # an optional field is left out, never sent as null
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 # === 3. Tools: a typed Python function becomes a tool (spec: server/tools) ===
@@ -176,10 +179,8 @@ def validate(value, schema, path="arguments"):
     it learns so and can retry. A schema beyond our subset is the tool's own to check."""
     if "anyOf" in schema:
         for option in schema["anyOf"]:
-            try:
+            with contextlib.suppress(ValueError):  # the first option that fits
                 return validate(value, option, path)
-            except ValueError:
-                pass
         options = json.dumps(schema["anyOf"])
         raise ValueError(f"{path}: {json.dumps(value)[:80]} matches none of {options}")
     # Equal as JSON values: 1.0 is 1, but true is not 1 (to Python, True == 1).
@@ -228,7 +229,7 @@ def describe_tool(func, name=None, title=None, annotations=None, output_schema=N
     definition = {"name": name, "title": title, "description": inspect.getdoc(func) or "",
                   "inputSchema": input_schema, "outputSchema": output_schema,
                   "annotations": annotations}
-    return {key: value for key, value in definition.items() if value is not None}, context_param
+    return without_none(definition), context_param
 
 
 # Return ToolResult(content, structured=None, is_error=False) from a tool for full control:
@@ -261,6 +262,15 @@ def tool_error(text):
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
+def call_sync(func, arguments):
+    """A sync tool, in a worker thread. asyncio cannot carry a StopIteration (from a next() that
+    found nothing) out of a thread: the call would wait forever. It becomes a RuntimeError."""
+    try:
+        return func(**arguments)
+    except StopIteration as e:
+        raise RuntimeError("the tool raised StopIteration") from e
+
+
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
     cancelled flag, which a sync tool can watch to stop early. For logs, write to stderr: MCP's
@@ -277,9 +287,8 @@ class Context:
         is cancelled (spec: cancellation)."""
         if self.progress_token is None or self.cancelled:
             return
-        params = {"progressToken": self.progress_token, "progress": progress, "total": total,
-                  "message": message}
-        params = {key: value for key, value in params.items() if value is not None}
+        params = without_none({"progressToken": self.progress_token, "progress": progress,
+                               "total": total, "message": message})
         notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
         if threading.get_ident() == self.loop_thread:
             self.send(notification)
@@ -309,8 +318,9 @@ class Server:
         return {"in_flight": {}}
 
     async def handle(self, message, session, send):
-        """Answer one well-formed request: its response, or None if it was cancelled. A tool's
-        notifications reach the client through send(message) while it runs."""
+        """Answer one well-formed request with its response; a cancelled request raises
+        CancelledError instead. A tool's notifications reach the client through send(message)
+        while it runs."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
         try:
             modern = method != "initialize" and self.modern_version(method, params)
@@ -333,8 +343,6 @@ class Server:
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
             return error_response(request_id, e)
-        except asyncio.CancelledError:
-            return None
         except Exception as e:  # the whole story for the operator (stderr), the gist for the client
             traceback.print_exc()
             error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}")
@@ -364,8 +372,7 @@ class Server:
         return {"protocolVersion": version, **self.describe_server(), "serverInfo": self.info}
 
     def describe_server(self):  # what both initialize and server/discover say of us
-        described = {"capabilities": self.capabilities, "instructions": self.instructions}
-        return {key: value for key, value in described.items() if value is not None}
+        return without_none({"capabilities": self.capabilities, "instructions": self.instructions})
 
     async def call_tool(self, params, request_id, send):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
@@ -386,7 +393,8 @@ class Server:
         try:
             # A sync tool runs in a worker thread, so a slow one never holds up the others.
             is_async = inspect.iscoroutinefunction(func)
-            value = await (func(**arguments) if is_async else asyncio.to_thread(func, **arguments))
+            call = func(**arguments) if is_async else asyncio.to_thread(call_sync, func, arguments)
+            value = await call
             return to_call_result(value, definition)
         except asyncio.CancelledError:
             if context_param:  # a sync tool's thread runs on; it can see this and stop
@@ -491,8 +499,7 @@ class Server:
         response = await self.handle(message, session, send)
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
             del session["in_flight"][message["id"]]
-        if response is not None:
-            send(response)
+        send(response)
 
 
 def new_event_loop():

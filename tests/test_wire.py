@@ -547,6 +547,24 @@ def test_tools_call_exception_is_a_tool_error_with_its_message_and_no_traceback_
     assert "Traceback" in run.stderr and "the disk is on fire" in run.stderr
 
 
+def test_a_sync_tool_that_raises_stop_iteration_gets_its_answer(tmp_path):
+    # A next() that finds nothing raises StopIteration. asyncio cannot set it on a future, so
+    # carried out of the worker thread as it is, it left the call waiting forever.
+    script = tmp_path / "stop_iteration.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom mcp_min import Server\n"
+                      "server = Server('x')\n\n@server.tool()\ndef first(items: list) -> str:\n"
+                      "    'The first item.'\n    return next(iter(items))\n\nserver.run()\n")
+    lines = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"first",'
+             b'"arguments":{"items":[]}}}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    done = subprocess.run([sys.executable, str(script)], input=lines, capture_output=True,
+                          timeout=30)
+    assert sorted(done.stdout.decode().splitlines()) == [  # the ping may be answered first
+        '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Tool first failed: '
+        'RuntimeError: the tool raised StopIteration"}],"isError":true}}',
+        '{"jsonrpc":"2.0","id":2,"result":{}}']
+    assert done.returncode == 0 and "StopIteration" in done.stderr.decode()
+
+
 PROTOCOL_ERRORS = [
     ("unknown tool", {"name": "no_such_tool", "arguments": {}}),
     ("name missing", {"arguments": {"text": "x"}}),
