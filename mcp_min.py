@@ -400,7 +400,7 @@ class Server:
             if context_param:  # a sync tool's thread runs on; it can see this and stop
                 arguments[context_param].cancelled = True
             raise
-        except (Exception, SystemExit) as e:  # SystemExit: argparse or a library gave up
+        except BaseException as e:  # sys.exit() in argparse, a KeyboardInterrupt: fails one call
             traceback.print_exc()
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
 

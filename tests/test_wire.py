@@ -547,23 +547,46 @@ def test_tools_call_exception_is_a_tool_error_with_its_message_and_no_traceback_
     assert "Traceback" in run.stderr and "the disk is on fire" in run.stderr
 
 
-def test_a_sync_tool_that_raises_stop_iteration_gets_its_answer(tmp_path):
-    # A next() that finds nothing raises StopIteration. asyncio cannot set it on a future, so
-    # carried out of the worker thread as it is, it left the call waiting forever.
-    script = tmp_path / "stop_iteration.py"
+FAILING_TOOLS = """
+class Odd(BaseException):
+    pass
+
+@server.tool()
+def first(items: list) -> str:
+    'A next() that finds nothing raises StopIteration.'
+    return next(iter(items))
+
+@server.tool()
+def interrupted() -> str:
+    'Raise KeyboardInterrupt, as a library might.'
+    raise KeyboardInterrupt('from a tool')
+
+@server.tool()
+async def odd() -> str:
+    'Raise an exception that is not an Exception.'
+    raise Odd('odd')
+"""
+
+
+def test_whatever_a_tool_raises_fails_only_its_own_call(tmp_path):
+    # asyncio cannot set StopIteration on a future: carried out of the worker thread as it was,
+    # it left the call waiting forever. A KeyboardInterrupt from a tool stopped the server, and
+    # another BaseException lost its answer.
+    script = tmp_path / "failing.py"
     script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom mcp_min import Server\n"
-                      "server = Server('x')\n\n@server.tool()\ndef first(items: list) -> str:\n"
-                      "    'The first item.'\n    return next(iter(items))\n\nserver.run()\n")
-    lines = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"first",'
-             b'"arguments":{"items":[]}}}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+                      f"server = Server('x')\n{FAILING_TOOLS}\nserver.run()\n")
+    lines = b"".join(to_bytes(call(name, name, {"items": []} if name == "first" else {}))
+                     for name in ("first", "interrupted", "odd")) + to_bytes(req("last", "ping"))
     done = subprocess.run([sys.executable, str(script)], input=lines, capture_output=True,
                           timeout=30)
-    assert sorted(done.stdout.decode().splitlines()) == [  # the ping may be answered first
-        '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Tool first failed: '
-        'RuntimeError: the tool raised StopIteration"}],"isError":true}}',
-        '{"jsonrpc":"2.0","id":2,"result":{}}']
+    failed = '{"jsonrpc":"2.0","id":"%s","result":{"content":[{"type":"text","text":"Tool %s ' \
+             'failed: %s"}],"isError":true}}'
+    assert sorted(done.stdout.decode().splitlines()) == [  # answers come as tools finish
+        failed % ("first", "first", "RuntimeError: the tool raised StopIteration"),
+        failed % ("interrupted", "interrupted", "KeyboardInterrupt: from a tool"),
+        '{"jsonrpc":"2.0","id":"last","result":{}}',
+        failed % ("odd", "odd", "Odd: odd")]
     assert done.returncode == 0 and "StopIteration" in done.stderr.decode()
-
 
 PROTOCOL_ERRORS = [
     ("unknown tool", {"name": "no_such_tool", "arguments": {}}),
