@@ -396,11 +396,13 @@ class Server:
             call = func(**arguments) if is_async else asyncio.to_thread(call_sync, func, arguments)
             value = await call
             return to_call_result(value, definition)
-        except asyncio.CancelledError:
-            if context_param:  # a sync tool's thread runs on; it can see this and stop
-                arguments[context_param].cancelled = True
-            raise
         except BaseException as e:  # sys.exit() in argparse, a KeyboardInterrupt: fails one call
+            # A CancelledError that nobody asked for (the tool awaited a cancelled task) fails the
+            # call too: re-raised, it would leave the request without an answer, its id in use.
+            if isinstance(e, asyncio.CancelledError) and asyncio.current_task().cancelling():
+                if context_param:  # a sync tool's thread runs on; it can see this and stop
+                    arguments[context_param].cancelled = True
+                raise
             traceback.print_exc()
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
 

@@ -565,27 +565,45 @@ def interrupted() -> str:
 async def odd() -> str:
     'Raise an exception that is not an Exception.'
     raise Odd('odd')
+
+@server.tool()
+async def awaits_cancelled() -> str:
+    'Await a task that something else cancelled: CancelledError, though nobody cancelled us.'
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    await asyncio.sleep(0)
+    task.cancel()
+    return await task
+
+@server.tool()
+def raises_cancelled() -> str:
+    'A sync tool whose library raises CancelledError.'
+    raise asyncio.CancelledError('from a library')
 """
 
 
 def test_whatever_a_tool_raises_fails_only_its_own_call(tmp_path):
     # asyncio cannot set StopIteration on a future: carried out of the worker thread as it was,
     # it left the call waiting forever. A KeyboardInterrupt from a tool stopped the server, and
-    # another BaseException lost its answer.
+    # another BaseException lost its answer. A CancelledError that no cancellation caused left its
+    # call without an answer, and its id in use for good.
     script = tmp_path / "failing.py"
-    script.write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom mcp_min import Server\n"
-                      f"server = Server('x')\n{FAILING_TOOLS}\nserver.run()\n")
+    script.write_text(f"import asyncio, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      f"from mcp_min import Server\nserver = Server('x')\n{FAILING_TOOLS}\n"
+                      "server.run()\n")
+    names = ("first", "interrupted", "odd", "awaits_cancelled", "raises_cancelled")
     lines = b"".join(to_bytes(call(name, name, {"items": []} if name == "first" else {}))
-                     for name in ("first", "interrupted", "odd")) + to_bytes(req("last", "ping"))
+                     for name in names) + to_bytes(req("last", "ping"))
     done = subprocess.run([sys.executable, str(script)], input=lines, capture_output=True,
                           timeout=30)
     failed = '{"jsonrpc":"2.0","id":"%s","result":{"content":[{"type":"text","text":"Tool %s ' \
              'failed: %s"}],"isError":true}}'
     assert sorted(done.stdout.decode().splitlines()) == [  # answers come as tools finish
+        failed % ("awaits_cancelled", "awaits_cancelled", "CancelledError: "),
         failed % ("first", "first", "RuntimeError: the tool raised StopIteration"),
         failed % ("interrupted", "interrupted", "KeyboardInterrupt: from a tool"),
         '{"jsonrpc":"2.0","id":"last","result":{}}',
-        failed % ("odd", "odd", "Odd: odd")]
+        failed % ("odd", "odd", "Odd: odd"),
+        failed % ("raises_cancelled", "raises_cancelled", "CancelledError: from a library")]
     assert done.returncode == 0 and "StopIteration" in done.stderr.decode()
 
 PROTOCOL_ERRORS = [
