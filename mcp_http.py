@@ -420,9 +420,10 @@ class Answer:
         """The send() that Server.handle gets, for notifications, as on stdio: written at once,
         or skipped while the peer leaves MAX_BACKLOG unread (progress is a hint; the next one
         carries the latest value). A peer that stays behind for write_timeout is cut off. A
-        JSON-only client never sees notifications."""
+        JSON-only client never sees notifications, nor one that hung up: a legacy call runs on
+        after that, and asyncio would log each write to the closed connection."""
         line = encode_reply(message)  # empty: JSON cannot carry it; it is dropped, not the stream
-        if not (self.sse and line):
+        if not (self.sse and line) or self.writer.transport.is_closing():
             return
         if self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
             self.behind_since = None

@@ -178,6 +178,41 @@ def test_legacy_cancelled_notification_stops_a_request(live):
     assert (status, body) == (204, b"") and "slow-1" in cancelled  # a cancelled request: no answer
 
 
+ticked = []  # the calls of test_ticks that ran to their end
+
+
+@server.tool(name="test_ticks")
+async def ticks(count: int, ctx: Context) -> str:
+    """Reports progress every 5 ms."""
+    for i in range(count):
+        ctx.report_progress(i, count)
+        await asyncio.sleep(0.005)
+    ticked.append(ctx.request_id)
+    return "ticked"
+
+
+def test_legacy_progress_after_a_hang_up_is_not_written(live, caplog):
+    # A legacy call runs on after its client hangs up (a disconnect is no cancellation there). Its
+    # progress was still written to the closed connection, and asyncio logged a warning for each
+    # write: a log without bound for a long call.
+    headers = "".join(f"{k}: {v}\r\n" for k, v in {
+        "Mcp-Session-Id": initialize(live)[0], "MCP-Protocol-Version": "2025-11-25"}.items())
+    data = json.dumps({"jsonrpc": "2.0", "id": "ticks", "method": "tools/call", "params": {
+        "name": "test_ticks", "arguments": {"count": 100}, "_meta": {"progressToken": 1}}}).encode()
+    with socket.create_connection(("127.0.0.1", live.port)) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: text/event-stream\r\n" + headers.encode()
+                     + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        received = b""
+        while b"notifications/progress" not in received:  # the stream has started
+            received += sock.recv(65536)
+    deadline = time.time() + 10
+    while "ticks" not in ticked and time.time() < deadline:  # the call runs to its end, unheard
+        time.sleep(0.05)
+    assert "ticks" in ticked
+    assert "socket.send() raised exception" not in caplog.text
+
+
 # --- Modern requests (2026-07-28): stateless, headers mirror the body ---
 
 def test_modern_request_is_stateless(live):
