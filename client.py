@@ -371,7 +371,8 @@ class HTTPClient(Client):
                 if message.get("method") == "initialize" and "mcp-session-id" in got:
                     self.session_id = got["mcp-session-id"]
                 async for data in reply_messages(reader, got, self.max_message_bytes):
-                    self.receive(data, request_id, status)
+                    if self.receive(data, request_id, status):
+                        return  # the answer: nothing more is owed, so hang up, as the SDK does
             finally:
                 writer.close()
             if request_id is not None:  # fails the request now, not at its timeout
@@ -391,14 +392,19 @@ class HTTPClient(Client):
 
     def receive(self, data, request_id, status):
         """One message from the server: a response completes its request, progress goes to its
-        handler, the server's own request (ping) is answered, as on stdio."""
+        handler, the server's own request (ping) is answered, as on stdio. A POST's reply answers
+        that POST's request only: a response with another id is ignored, never taken as the
+        answer to some other request. True once the answer to request_id has come."""
         self.call_back(self.trace, "←", data.decode(errors="replace"))
         message = parse_message(data)  # MCPError if it is not one: a proxy's error page, say
         if "id" in message and message["id"] is None:  # an error from before the id was read
             message["id"] = request_id
+        if "method" not in message and message.get("id") != request_id:
+            return False
         reply = self.on_message(message)
         if reply:
             asyncio.ensure_future(self.post(reply))
+        return "method" not in message and request_id is not None
 
     async def close(self):
         for task in list(self.posts.values()):

@@ -713,6 +713,52 @@ def test_client_answers_the_servers_ping_and_refuses_other_requests():
     with_raw_server(respond, test)
 
 
+def test_client_takes_an_answer_only_for_the_request_it_was_posted_for():
+    # A confused server or proxy answers the POST of one request with another request's id: that
+    # completed the other request with this one's answer.
+    async def respond(message, writer):
+        if message["params"]["name"] == "slow":
+            await asyncio.sleep(0.5)
+        wrong = message["id"] + (message["params"]["name"] == "fast")  # the next request's id
+        text = {"type": "text", "text": "answer to " + message["params"]["name"]}
+        writer.write(json_response({"jsonrpc": "2.0", "id": wrong, "result": {"content": [text]}}))
+
+    async def test(client, received):
+        fast = asyncio.ensure_future(client.call_tool("fast"))
+        slow = asyncio.ensure_future(client.call_tool("slow"))  # the id the fast answer names
+        with pytest.raises(ConnectionError, match="HTTP 200, and no answer to request"):
+            await fast
+        assert (await slow)["content"][0]["text"] == "answer to slow"
+    with_raw_server(respond, test)
+
+
+def test_client_hangs_up_once_its_answer_has_come():
+    # A server may leave an SSE stream open after the answer (keepalives, or no end at all): the
+    # client kept reading it, one connection held per call until the server chose to close.
+    hung_up = []
+
+    async def respond(message, writer):
+        if message.get("method") != "tools/call":
+            return writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+        result = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+        writer.write(SSE_HEAD + b"data: " + json.dumps(result).encode() + b"\n\n")
+        try:
+            for _ in range(100):  # 5 s of keepalives, unless the client hangs up first
+                await asyncio.sleep(0.05)
+                writer.write(b": keepalive\n\n")
+                await writer.drain()
+        except ConnectionError:
+            hung_up.append(message["id"])
+
+    async def test(client, received):
+        assert await client.call_tool("x") == {"content": []}
+        deadline = time.time() + 4
+        while not hung_up and time.time() < deadline:
+            await asyncio.sleep(0.05)
+        assert hung_up and not client.posts
+    with_raw_server(respond, test)
+
+
 def test_client_reopens_a_legacy_session_only_once():
     async def respond(message, writer):
         if message["method"] == "initialize":
