@@ -228,6 +228,8 @@ class HTTPTransport:
             await self.send_error(writer, HTTPError(408, "no complete request in time"))
         except HTTPError as e:
             await self.send_error(writer, e)
+            if e.status != 503:  # a refused connection is closed at once: it must free its slot
+                await self.linger(reader, writer)
         except asyncio.IncompleteReadError:  # the body: the head's end is read_request's to handle
             await self.send_error(writer, HTTPError(400, "the request ended before its body did"))
         except OSError:
@@ -240,6 +242,17 @@ class HTTPTransport:
             writer.close()
             if writer.transport.get_write_buffer_size():  # still unread: wait, but not forever
                 asyncio.get_running_loop().call_later(self.write_timeout, writer.transport.abort)
+
+    async def linger(self, reader, writer):
+        """After an error answer that may come before the request's end (a 413 for a body too
+        large, say), the client may still be sending. Closing with its bytes unread makes the
+        kernel reset the connection (TCP RST), which can destroy the answer before the client
+        reads it. So: half-close, then read and drop what comes, for request_timeout at most."""
+        with contextlib.suppress(OSError, TimeoutError):
+            writer.write_eof()
+            async with asyncio.timeout(self.request_timeout):
+                while await reader.read(65536):
+                    pass
 
     async def send(self, writer, status, headers, body=b""):
         await write(writer, http_head(status, {**headers, "Content-Length": len(body)}) + body,

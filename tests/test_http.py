@@ -833,6 +833,28 @@ def test_sessions_are_evicted_least_recently_used_first(monkeypatch):
     assert len(transport.sessions) == 100 and active in transport.sessions
 
 
+@pytest.mark.parametrize("headers, status", [
+    ({"Content-Length": str(MAX_MESSAGE_BYTES + 1)}, 413),
+    ({"Transfer-Encoding": "chunked"}, 411),
+])
+def test_an_early_refusal_reaches_a_client_that_sends_its_whole_body(live, headers, status):
+    # The server answers before it reads the body. It then closed the connection with the body
+    # unread, so the kernel reset it (TCP RST): a client that sends its body before reading, as
+    # http.client, httpx and our HTTPClient do, got "connection reset" instead of the answer.
+    body = b"[" * (MAX_MESSAGE_BYTES + 1)
+    if "Transfer-Encoding" in headers:
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+    conn.putrequest("POST", "/mcp")
+    for name, value in {"Content-Type": "application/json", **headers}.items():
+        conn.putheader(name, value)
+    conn.endheaders()
+    conn.send(body)
+    response = conn.getresponse()
+    assert response.status == status and json.loads(response.read())["error"]["code"] == -32600
+    conn.close()
+
+
 @pytest.mark.parametrize("data, status", [
     (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", 413),
     (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n", 411),
