@@ -426,11 +426,13 @@ async def http_request(reader, writer, url, headers, body):
              f"Content-Length: {len(body)}", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-    status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
-    status = status_line.partition(" ")[2][:3]
-    if not (status_line.startswith("HTTP/") and status.isdigit()):
-        raise ConnectionError(f"no HTTP response from {url.netloc}")
-    return int(status), got
+    while True:  # interim 1xx responses (100 Continue, 103 Early Hints) may come first: skipped
+        status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
+        status = status_line.partition(" ")[2][:3]
+        if not (status_line.startswith("HTTP/") and status.isdigit()):
+            raise ConnectionError(f"no HTTP response from {url.netloc}")
+        if not status.startswith("1"):
+            return int(status), got
 
 
 async def body_pieces(reader, headers, limit):

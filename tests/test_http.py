@@ -732,6 +732,19 @@ def test_client_takes_an_answer_only_for_the_request_it_was_posted_for():
     with_raw_server(respond, test)
 
 
+def test_client_skips_interim_1xx_responses():
+    # RFC 9110, 15.2: a client must parse 1xx responses before the final one, expected or not.
+    # The client took the 100's head for the response, and the real one for its body.
+    async def respond(message, writer):
+        result = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                     + json_response(result))
+
+    async def test(client, received):
+        assert await client.call_tool("x") == {"content": []}
+    with_raw_server(respond, test)
+
+
 def test_client_hangs_up_once_its_answer_has_come():
     # A server may leave an SSE stream open after the answer (keepalives, or no end at all): the
     # client kept reading it, one connection held per call until the server chose to close.
