@@ -32,7 +32,7 @@ the other side of the pipe.
 """
 
 import argparse, asyncio, functools, itertools, json, os, queue, re, signal, sys, threading
-import time, urllib.parse
+import contextlib, time, urllib.parse
 from pathlib import Path
 
 import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
@@ -198,8 +198,9 @@ class Client:
                 return await self.fail(f"the server wrote something other than an MCP message to "
                                        f"stdout ({e.message}): {line[:200]!r}; {logs}")
             reply = self.on_message(message)
-            if reply:
-                await self.write(reply)
+            if reply:  # if the server's stdin is closed, read on: its answers, or its exit
+                with contextlib.suppress(ConnectionError):
+                    await self.write(reply)
         code = await self.process.wait()
         how = f"exited with code {code}"
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
@@ -210,7 +211,7 @@ class Client:
         progress goes to its handler. Returns the reply a request of the server's own gets: ping
         is answered, as the spec says it MUST be; this client offers nothing else."""
         method, request_id, params = message.get("method"), message.get("id"), message.get("params")
-        if isinstance(method, str) and "id" in message:
+        if isinstance(method, str) and valid_id(request_id):  # 1e400 could not be echoed
             error = MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
             pong = {"jsonrpc": "2.0", "id": request_id, "result": {}}
             return pong if method == "ping" else error_response(request_id, error)
