@@ -201,7 +201,7 @@ class Client:
             if reply:  # if the server's stdin is closed, read on: its answers, or its exit
                 with contextlib.suppress(ConnectionError):
                     await self.write(reply)
-        code = await self.process.wait()
+        code = await self.exited()
         how = f"exited with code {code}"
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
         await self.fail(f"the MCP server closed its stdout and {how}")
@@ -267,6 +267,13 @@ class Client:
             if not future.done():
                 future.set_exception(ConnectionError(self.failure))
 
+    async def exited(self):
+        """The server's exit code, once it exits. Not process.wait(): that also waits until its
+        stdout and stderr close, which a child it started (and left running) holds open."""
+        while self.process.returncode is None:
+            await asyncio.sleep(0.02)
+        return self.process.returncode
+
     async def close(self):
         """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
         if self.process.returncode is None:
@@ -274,12 +281,16 @@ class Client:
             for stop in (lambda: None, self.process.terminate, self.process.kill):
                 try:
                     stop()
-                    await asyncio.wait_for(self.process.wait(), 2.0)
+                    await asyncio.wait_for(self.exited(), 2.0)
                     break
                 except (TimeoutError, ProcessLookupError):
                     continue
-        await asyncio.wait([self.reader_task], timeout=2.0)  # it may be failing requests right now
-        self.reader_task.cancel()
+        # The reader may be failing requests right now. A child the server left running may
+        # hold its stdout or stderr open for good: then the readers are stopped here.
+        await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
+        for task in (self.reader_task, self.stderr_task):
+            task.cancel()
+        self.process._transport.close()  # our ends of its pipes: asyncio has no public way
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
         self.failure = self.failure or "the MCP client was closed while this request waited"
         for future in self.pending.values():  # nobody will answer them now
