@@ -32,7 +32,7 @@ the other side of the pipe.
 """
 
 import argparse, asyncio, functools, itertools, json, os, queue, re, signal, sys, threading
-import time, urllib.parse
+import contextlib, time, urllib.parse
 from pathlib import Path
 
 import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
@@ -198,9 +198,10 @@ class Client:
                 return await self.fail(f"the server wrote something other than an MCP message to "
                                        f"stdout ({e.message}): {line[:200]!r}; {logs}")
             reply = self.on_message(message)
-            if reply:
-                await self.write(reply)
-        code = await self.process.wait()
+            if reply:  # if the server's stdin is closed, read on: its answers, or its exit
+                with contextlib.suppress(ConnectionError):
+                    await self.write(reply)
+        code = await self.exited()
         how = f"exited with code {code}"
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
         await self.fail(f"the MCP server closed its stdout and {how}")
@@ -210,7 +211,7 @@ class Client:
         progress goes to its handler. Returns the reply a request of the server's own gets: ping
         is answered, as the spec says it MUST be; this client offers nothing else."""
         method, request_id, params = message.get("method"), message.get("id"), message.get("params")
-        if isinstance(method, str) and "id" in message:
+        if isinstance(method, str) and valid_id(request_id):  # 1e400 could not be echoed
             error = MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
             pong = {"jsonrpc": "2.0", "id": request_id, "result": {}}
             return pong if method == "ping" else error_response(request_id, error)
@@ -266,6 +267,13 @@ class Client:
             if not future.done():
                 future.set_exception(ConnectionError(self.failure))
 
+    async def exited(self):
+        """The server's exit code, once it exits. Not process.wait(): that also waits until its
+        stdout and stderr close, which a child it started (and left running) holds open."""
+        while self.process.returncode is None:
+            await asyncio.sleep(0.02)
+        return self.process.returncode
+
     async def close(self):
         """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
         if self.process.returncode is None:
@@ -273,12 +281,16 @@ class Client:
             for stop in (lambda: None, self.process.terminate, self.process.kill):
                 try:
                     stop()
-                    await asyncio.wait_for(self.process.wait(), 2.0)
+                    await asyncio.wait_for(self.exited(), 2.0)
                     break
                 except (TimeoutError, ProcessLookupError):
                     continue
-        await asyncio.wait([self.reader_task], timeout=2.0)  # it may be failing requests right now
-        self.reader_task.cancel()
+        # The reader may be failing requests right now. A child the server left running may
+        # hold its stdout or stderr open for good: then the readers are stopped here.
+        await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
+        for task in (self.reader_task, self.stderr_task):
+            task.cancel()
+        self.process._transport.close()  # our ends of its pipes: asyncio has no public way
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
         self.failure = self.failure or "the MCP client was closed while this request waited"
         for future in self.pending.values():  # nobody will answer them now

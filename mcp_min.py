@@ -499,9 +499,11 @@ class Server:
     async def answer(self, message, session, send):
         # Sending from inside the task, not from a done-callback, saves an event-loop turn.
         response = await self.handle(message, session, send)
+        # Only while in_flight holds this task: a tool that swallowed its cancellation returns,
+        # but a cancelled request gets no answer, and a later request may have its id by now.
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
             del session["in_flight"][message["id"]]
-        send(response)
+            send(response)
 
 
 def new_event_loop():

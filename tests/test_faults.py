@@ -2,7 +2,7 @@
 garbage, tools that misbehave, and a client that stops reading. The server never loses a reply it
 owes and never corrupts stdout; client.Client fails fast, says what happened, and reaps the
 process."""
-import asyncio, collections, json, os, signal, threading, time
+import asyncio, collections, json, os, signal, sys, threading, time
 
 import pytest
 
@@ -161,6 +161,53 @@ def test_server_crashes_mid_call():
             assert time.monotonic() - started < 0.5 and "exited with code 3" in str(later.value)
         check_gone(client)
     asyncio.run(main())
+
+
+LEAVES_A_CHILD = """
+import os, pathlib, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from mcp_min import Server
+server = Server("parent")
+
+@server.tool()
+def start_child(then_exit: bool) -> str:
+    'Start a child that outlives the server and holds its stderr; maybe exit at once.'
+    child = subprocess.Popen(["sleep", "60"])
+    pathlib.Path(sys.argv[2]).write_text(str(child.pid))
+    if then_exit:
+        os._exit(3)
+    return "started"
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("then_exit", [False, True], ids=["close", "crash"])
+def test_a_child_left_running_with_the_servers_stderr_does_not_hold_the_client(tmp_path,
+                                                                              then_exit):
+    # process.wait() waits for the pipes too: close() took as long as the child lived (and
+    # waited for the stderr reader forever), and a crash was seen only at the call's timeout.
+    script, pid_file = tmp_path / "leaves_a_child.py", tmp_path / "child.pid"
+    script.write_text(LEAVES_A_CHILD)
+    command = [sys.executable, str(script), os.path.dirname(mcp_min.__file__), str(pid_file)]
+
+    async def main():
+        client = Client(command, timeout=30)
+        async with client:
+            started = time.monotonic()
+            if then_exit:
+                with pytest.raises(ConnectionError) as caught:
+                    await client.call_tool("start_child", {"then_exit": True})
+                assert "exited with code 3" in str(caught.value)
+            else:
+                await client.call_tool("start_child", {"then_exit": False})
+        assert time.monotonic() - started < 10
+        check_gone(client)
+    try:
+        asyncio.run(main())
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 def test_server_killed_by_a_signal():

@@ -138,7 +138,7 @@ def test_an_answer_over_the_limit_fails_only_its_own_request():
 
 
 FAKE_SERVER = '''
-import json, sys
+import json, os, sys, time
 replies = []
 def send(message):
     sys.stdout.write(json.dumps(message) + "\\n")
@@ -167,6 +167,15 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": request_id, "result": 5})
         elif name == "bad-error":
             send({"jsonrpc": "2.0", "id": request_id, "error": "not an object"})
+        elif name == "ping-id-1e400":  # valid JSON, but no id a reply could echo
+            sys.stdout.write('{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}\\n')
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}})
+        elif name == "ping-then-exit":  # our pong finds its stdin closed; then it exits
+            os.close(0)
+            send({"jsonrpc": "2.0", "id": "srv-ping-2", "method": "ping"})
+            time.sleep(0.5)
+            print("fake server: exiting", file=sys.stderr, flush=True)
+            os._exit(4)
 '''
 
 
@@ -191,6 +200,31 @@ def test_the_servers_ping_gets_an_empty_result_and_other_requests_method_not_fou
     replies = {reply["id"]: reply for reply in run(main())}
     assert replies["srv-ping"] == {"jsonrpc": "2.0", "id": "srv-ping", "result": {}}
     assert replies["srv-sample"]["error"]["code"] == -32601
+
+
+def test_a_server_request_whose_id_cannot_be_echoed_is_ignored(fake_server):
+    # The pong could not be encoded: the ValueError ended the client's reader, and every answer
+    # after it was lost (each request waited out its timeout).
+    async def main():
+        async with Client(fake_server, timeout=10) as client:
+            assert await client.call_tool("ping-id-1e400") == {"content": []}
+            assert (await client.call_tool("replies"))["content"]
+            assert not client.reader_task.done()
+    run(main())
+
+
+def test_a_reply_to_a_server_that_closed_its_stdin_does_not_stop_the_client(fake_server):
+    # The pong's ConnectionError ended the reader: the server's exit went unseen, and the call
+    # waited out its timeout instead of failing at once with the server's last words.
+    async def main():
+        async with Client(fake_server, timeout=20) as client:
+            started = time.monotonic()
+            with pytest.raises(ConnectionError) as caught:
+                await client.call_tool("ping-then-exit")
+            assert time.monotonic() - started < 10
+            assert "exited with code 4" in str(caught.value)
+            assert "fake server: exiting" in str(caught.value)
+    run(main())
 
 
 @pytest.mark.parametrize("tool", ["no-result", "scalar-result", "bad-error"])

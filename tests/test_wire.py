@@ -941,6 +941,44 @@ def test_cancelled_request_gets_no_response_and_the_server_carries_on(session, e
     assert all(m.get("id") != 1 for m in s.messages), s.messages
 
 
+SWALLOWING_TOOLS = """
+@server.tool()
+async def swallow() -> str:
+    'Return a partial result when cancelled, as a careless `except BaseException:` does.'
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        return 'partial'
+    return 'full'
+
+@server.tool()
+async def quick() -> str:
+    'Answer at once.'
+    return 'quick'
+"""
+
+
+def test_a_cancelled_tool_that_swallows_the_cancel_gets_no_answer(tmp_path):
+    # The task ran on and its answer went out: an answer for a cancelled request, and when the
+    # client then reused the id, the new request got the old result first, then its own.
+    script = tmp_path / "swallowing.py"
+    script.write_text(f"import asyncio, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      f"from mcp_min import Server\nserver = Server('x')\n{SWALLOWING_TOOLS}\n"
+                      "server.run()\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(to_bytes(call(1, "swallow")) + to_bytes(req("a", "ping")))
+    proc.stdin.flush()
+    assert check_line(proc.stdout.readline())["id"] == "a"  # swallow is waiting by now
+    rest, _ = proc.communicate(to_bytes(note("notifications/cancelled", {"requestId": 1}))
+                               + to_bytes(call(1, "quick")) + to_bytes(req("b", "ping")),
+                               timeout=30)
+    answers = [check_line(line + b"\n") for line in rest.splitlines()]
+    assert sorted(answers, key=lambda m: str(m["id"])) == [
+        {"jsonrpc": "2.0", "id": 1, "result": text_result("quick")},
+        {"jsonrpc": "2.0", "id": "b", "result": {}}]
+
+
 def test_cancel_for_an_unknown_or_finished_request_is_ignored():
     run = exchange([*HANDSHAKE, note("notifications/cancelled", {"requestId": 77}),
                     call(1, "echo", {"text": "x"}), req(2, "ping"),
