@@ -322,7 +322,7 @@ class HTTPTransport:
         if modern:
             self.check_modern_request(message, headers)
         if modern or opens_session:
-            session = self.server.new_session()  # modern: the request's own, forgotten afterwards
+            session = {"in_flight": {}}  # modern: the request's own, forgotten afterwards
         return await self.answer(reader, writer, request, message, session, modern, opens_session)
 
     # --- Legacy sessions, 2025-03-26 ... 2025-11-25 (spec 2025-11-25: Session Management) ---

@@ -301,9 +301,11 @@ class Context:
 
 class Server:
     def __init__(self, name, version="0.1.0", instructions=None):
-        self.info, self.instructions = {"name": name, "version": version}, instructions
-        # tools: name -> (function, definition, name of its Context parameter), in order
-        self.tools, self.capabilities = {}, {"tools": {"listChanged": False}}
+        # tools: name -> (function, definition, name of its Context parameter), in order.
+        # description: what initialize and server/discover say of us, besides serverInfo.
+        self.info, self.tools = {"name": name, "version": version}, {}
+        self.description = without_none({"capabilities": {"tools": {"listChanged": False}},
+                                         "instructions": instructions})
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: the function becomes a tool; its name, docstring and type hints define it."""
@@ -312,10 +314,6 @@ class Server:
             self.tools[definition["name"]] = (func, definition, context_param)
             return func
         return register
-
-    def new_session(self):
-        """One client's state. A legacy client has one per connection; modern requests need none."""
-        return {"in_flight": {}}
 
     async def handle(self, message, session, send):
         """Answer one well-formed request with its response; a cancelled request raises
@@ -329,7 +327,7 @@ class Server:
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
-                result = {"supportedVersions": MODERN_VERSIONS, **self.describe_server()}
+                result = {"supportedVersions": MODERN_VERSIONS, **self.description}
             elif method == "tools/list":  # one page holds every tool, so a cursor selects nothing
                 result = {"tools": [tool[1] for tool in self.tools.values()]}
             elif method == "tools/call":
@@ -369,10 +367,7 @@ class Server:
         if not isinstance(requested, str):
             raise MCPError(INVALID_PARAMS, "Invalid params: initialize needs a protocolVersion")
         version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
-        return {"protocolVersion": version, **self.describe_server(), "serverInfo": self.info}
-
-    def describe_server(self):  # what both initialize and server/discover say of us
-        return without_none({"capabilities": self.capabilities, "instructions": self.instructions})
+        return {"protocolVersion": version, **self.description, "serverInfo": self.info}
 
     async def call_tool(self, params, request_id, send):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
@@ -403,7 +398,8 @@ class Server:
                 if context_param:  # a sync tool's thread runs on; it can see this and stop
                     arguments[context_param].cancelled = True
                 raise
-            traceback.print_exc()
+            with contextlib.suppress(OSError):  # a closed stderr must not lose the answer
+                traceback.print_exc()
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
 
     def handle_notification(self, message, session):
@@ -418,19 +414,24 @@ class Server:
     def run(self):
         """Serve MCP on stdin and stdout until stdin closes, or until SIGTERM or SIGINT; answer
         every request read, then return."""
-        # Keep the real stdout for protocol messages and point fd 1 and sys.stdout at stderr, so
-        # a stray print() in a tool, or a C library writing to fd 1, cannot corrupt the stream.
-        wire_fd = os.dup(1)
+        # Keep the real stdin and stdout for protocol messages. Point fd 1 and sys.stdout at
+        # stderr, so a stray print() in a tool, or a C library writing to fd 1, cannot corrupt the
+        # stream; and fd 0 at /dev/null, so a child process a tool starts cannot eat requests.
+        wire_in, wire_out = os.dup(0), os.dup(1)
+        with open(os.devnull, "rb") as devnull:
+            os.dup2(devnull.fileno(), 0)
         os.dup2(2, 1)
         with contextlib.closing(new_event_loop()) as loop, contextlib.redirect_stdout(sys.stderr):
-            loop.run_until_complete(self.serve_stdio(sys.stdin.fileno(), wire_fd))
-        os.close(wire_fd)  # the wire: the client sees EOF, even if a stuck tool keeps the process
+            loop.run_until_complete(self.serve_stdio(wire_in, wire_out))
+        os.close(wire_out)  # the wire: the client sees EOF, even if a stuck tool keeps the process
 
     async def serve_stdio(self, in_fd, out_fd):
         """Requests run concurrently, and answers go out as they finish. After EOF, every request
         read gets its answer. A signal, or a client that reads nothing, stops the server: running
         calls get a grace period, then an error answer."""
-        loop, session, stopped = asyncio.get_running_loop(), self.new_session(), []
+        # A session is one client's state: the requests it has running, by id. A legacy client over
+        # HTTP has one per connection; a modern request has its own.
+        loop, session, stopped = asyncio.get_running_loop(), {"in_flight": {}}, []
         reader, writer = await open_pipes(in_fd, out_fd)
         in_flight, serving, lines_read = session["in_flight"], asyncio.current_task(), 0
 
@@ -473,13 +474,14 @@ class Server:
                 send(error_response(request_id, error))
             print(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}", file=sys.stderr)
         writer.close()  # flushes what is buffered before the pipe closes
-        await asyncio.wait([asyncio.ensure_future(writer.wait_closed())], timeout=WRITE_TIMEOUT)
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
+            await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)
 
     def receive_line(self, line, session, send):
         """One line from the client. A request starts a task that answers it; a notification is
         acted on; whatever is broken gets an error answer, unless it is a notification or a
         response (this server sends no requests, so a response is ignored)."""
-        message = {}
+        message, in_flight = {}, session["in_flight"]
         try:
             message = parse_message(line)
             if "method" not in message and ("result" in message or "error" in message):
@@ -487,14 +489,13 @@ class Server:
             check_request(message)
             if "id" not in message:
                 return self.handle_notification(message, session)
-            if message["id"] in session["in_flight"]:
+            if message["id"] in in_flight:
                 raise MCPError(INVALID_REQUEST, f"Invalid Request: id {message['id']!r} is in use")
         except MCPError as e:
             if "id" in message or not isinstance(message.get("method"), str):  # not a notification
                 send(error_response(message.get("id") if valid_id(message.get("id")) else None, e))
             return None
-        session["in_flight"][message["id"]] = asyncio.ensure_future(self.answer(message, session,
-                                                                                send))
+        in_flight[message["id"]] = asyncio.ensure_future(self.answer(message, session, send))
 
     async def answer(self, message, session, send):
         # Sending from inside the task, not from a done-callback, saves an event-loop turn.

@@ -5,6 +5,7 @@ answers. Spec: basic/transports/stdio, basic/utilities (ping, progress, cancella
 import asyncio
 import json
 import signal
+import subprocess
 import sys
 import textwrap
 import threading
@@ -13,6 +14,8 @@ import time
 import pytest
 
 from hard_server import COMMAND, RawServer, call, rss_kib
+
+from conftest import ROOT
 
 from client import Client  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
@@ -95,6 +98,114 @@ def test_a_signal_answers_what_runs_then_cancels_the_rest_with_an_error(signum):
     said = [line for line in server.stderr if "stopped by" in line]
     assert said == [f"hard: stopped by {signal.Signals(signum).name}; cancelled 1"]
     assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
+
+
+def script_server(tmp_path, tools):
+    """argv of a server made of `tools` (source at module level, `server` in scope)."""
+    script = tmp_path / "server.py"
+    script.write_text(f"import asyncio, subprocess, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      "import mcp_min\nserver = mcp_min.Server('x')\n"
+                      f"{textwrap.dedent(tools)}\nserver.run()\n")
+    return [sys.executable, str(script)]
+
+
+def line(message):
+    return (json.dumps(message) + "\n").encode()
+
+
+def test_a_child_process_of_a_tool_cannot_eat_the_requests(tmp_path):
+    """A tool's child inherits fd 0. Pointed at the wire, it read requests meant for the server
+    (57 of 101 pipelined pings went unanswered); now it reads /dev/null."""
+    argv = script_server(tmp_path, """
+        @server.tool()
+        def child() -> str:
+            'Run a child that reads its stdin to the end.'
+            code = 'import sys; print(len(sys.stdin.buffer.read()))'
+            done = subprocess.run([sys.executable, '-c', code], stdout=subprocess.PIPE)
+            return done.stdout.decode().strip()
+        """)
+    pings = b"".join(line({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in range(100))
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdin.write(line({"jsonrpc": "2.0", "id": "child", "method": "tools/call",
+                           "params": {"name": "child"}}))
+    proc.stdin.flush()
+    time.sleep(0.5)  # the child runs now
+    out, _ = proc.communicate(pings, timeout=30)
+    answers = {answer["id"]: answer for answer in map(json.loads, out.splitlines())}
+    assert answers["child"]["result"]["content"] == [{"type": "text", "text": "0"}]
+    assert sorted(key for key in answers if key != "child") == list(range(100))
+
+
+def test_a_closed_stderr_does_not_lose_a_failing_tools_answer(tmp_path):
+    """The traceback of a failing tool goes to stderr. A host that closed its end of the pipe made
+    that write fail inside the error handler, and the call never got its answer."""
+    argv = script_server(tmp_path, """
+        @server.tool()
+        def fail() -> str:
+            'Always fail.'
+            raise ValueError('no luck')
+        """)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stderr.close()
+    out, _ = proc.communicate(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                    "params": {"name": "fail"}}), timeout=30)
+    assert out.decode().splitlines() == [
+        '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Tool fail failed: '
+        'ValueError: no luck"}],"isError":true}}']
+
+
+def test_sigterm_while_the_last_answers_wait_for_a_client_that_does_not_read(tmp_path):
+    """After EOF the server flushes its answers. A client that closed stdin, reads nothing and
+    sends SIGTERM (the spec's next step) got a traceback and exit status 1: now exit 0, silently."""
+    argv = script_server(tmp_path, """
+        @server.tool()
+        def big() -> str:
+            'Half a megabyte of text, more than a pipe holds.'
+            return 'x' * 500_000
+        """)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "big"}}))
+    proc.stdin.close()
+    time.sleep(1)  # the answer is written as far as the pipe takes it; the rest waits
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    stderr = proc.stderr.read().decode()
+    proc.stdout.close()
+    assert "Traceback" not in stderr and "destroyed" not in stderr, stderr
+
+
+def test_a_tool_that_ignores_its_cancellation_at_shutdown_is_answered_once(tmp_path):
+    """On SIGTERM, a call still running after the grace period gets the shutdown error, and only
+    that: a tool that swallows its cancellation and returns must not answer the same id again."""
+    argv = script_server(tmp_path, """
+        mcp_min.SHUTDOWN_GRACE = 0.5
+
+        @server.tool()
+        async def stubborn() -> str:
+            'Ignore the first cancellation, then answer.'
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                pass
+            return 'too late'
+        """)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "stubborn"}}))
+    proc.stdin.flush()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().splitlines() == [
+        '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,'
+        '"message":"Cancelled: the server is shutting down"}}']
 
 
 # --- The client: a server that floods stderr, raises in callbacks, or sends what it should not ---

@@ -838,9 +838,9 @@ def test_a_flooding_tool_never_waits_and_a_slow_reader_gets_the_latest(live):
 def test_sessions_are_evicted_least_recently_used_first(monkeypatch):
     transport = mcp_http.HTTPTransport(server)
     monkeypatch.setattr(mcp_http, "MAX_SESSIONS", 100)
-    active = transport.open_session(server.new_session())
+    active = transport.open_session({"in_flight": {}})
     for i in range(10_000):  # each initialize costs O(1): no scan of the sessions
-        transport.open_session(server.new_session())
+        transport.open_session({"in_flight": {}})
         if i % 50 == 0:  # the active client keeps using its session
             transport.legacy_session({"mcp-session-id": active})
     assert len(transport.sessions) == 100 and active in transport.sessions
