@@ -323,6 +323,9 @@ class HTTPTransport:
             self.check_modern_request(message, headers)
         if modern or opens_session:
             session = {"in_flight": {}}  # modern: the request's own, forgotten afterwards
+        if request_id in session["in_flight"]:  # as on stdio: the running call stays cancellable
+            error = MCPError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is in use")
+            raise HTTPError(400, error, request_id)
         return await self.answer(reader, writer, request, message, session, modern, opens_session)
 
     # --- Legacy sessions, 2025-03-26 ... 2025-11-25 (spec 2025-11-25: Session Management) ---

@@ -178,6 +178,31 @@ def test_legacy_cancelled_notification_stops_a_request(live):
     assert (status, body) == (204, b"") and "slow-1" in cancelled  # a cancelled request: no answer
 
 
+def test_legacy_request_with_an_id_in_use_is_refused_as_on_stdio(live):
+    # A second request with the id of one still running took its place in the session, so the
+    # first could no longer be cancelled. stdio refuses it (Server.receive_line): so does HTTP.
+    session = {"Mcp-Session-Id": initialize(live)[0]}
+    call = {"jsonrpc": "2.0", "id": "dup", "method": "tools/call",
+            "params": {"name": "test_slow", "arguments": {"seconds": 30.0}}}
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(post, live, call, session, "application/json")
+        in_flight = live.transport.sessions[session["Mcp-Session-Id"]]["in_flight"]
+        deadline = time.time() + 5
+        while "dup" not in in_flight and time.time() < deadline:  # wait until it runs
+            time.sleep(0.01)
+        again = {**call, "params": {"name": "test_slow", "arguments": {"seconds": 0.01}}}
+        status, _, body = post(live, again, session)
+        assert status == 400 and json.loads(body) == {"jsonrpc": "2.0", "id": "dup", "error": {
+            "code": -32600, "message": "Invalid Request: id 'dup' is in use"}}
+        assert post(live, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": "dup"}}, session)[0] == 202
+        assert running.result(5)[:2] == (204, {"content-length": "0", "connection": "close"})
+    assert "dup" in cancelled
+    # Once it is over, the id is free again.
+    again_status, _, body = post(live, again, session)
+    assert again_status == 200 and json.loads(body)["result"]["content"][0]["text"] == "slept"
+
+
 ticked = []  # the calls of test_ticks that ran to their end
 
 
