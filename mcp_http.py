@@ -25,7 +25,8 @@ security -> the endpoint -> the two eras -> the answer, as JSON or SSE -> header
 body. The client side is HTTPClient, in client.py.
 Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 """
-import asyncio, base64, collections, contextlib, errno, resource, secrets, signal, sys, time
+import asyncio, base64, collections, contextlib, errno, functools, resource, secrets, signal, sys
+import time
 from http import HTTPStatus
 
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
@@ -78,9 +79,10 @@ def parse_head(head):
     return first_line, headers
 
 
-async def read_request(reader):
+async def read_request(reader, check_head):
     """The request on a new connection; None if the client closed it without sending one. The
-    reader's limit is MAX_HEADER_BYTES, so a longer head raises LimitOverrunError."""
+    reader's limit is MAX_HEADER_BYTES, so a longer head raises LimitOverrunError. Before the body
+    is read, check_head(request without its body, HTTP version) may refuse the request."""
     try:
         request_line, headers = parse_head(await reader.readuntil(b"\r\n\r\n"))
     except asyncio.IncompleteReadError as eof:
@@ -98,8 +100,9 @@ async def read_request(reader):
     # Refused before reading, so it never fills memory; int() of thousands of digits would raise.
     if len(length) > len(str(MAX_MESSAGE_BYTES)) or int(length) > MAX_MESSAGE_BYTES:
         raise HTTPError(413, f"the body is larger than {MAX_MESSAGE_BYTES} bytes")
-    body = await reader.readexactly(int(length))
-    return Request(method, target.partition("?")[0], headers, body)
+    request = Request(method, target.partition("?")[0], headers, b"")
+    await check_head(request, version)
+    return request._replace(body=await reader.readexactly(int(length)))
 
 
 def http_head(status, headers):
@@ -220,7 +223,7 @@ class HTTPTransport:
                 self.log(f"refused a connection: {self.max_connections} are open (max_connections)")
                 raise HTTPError(503, "too many connections", headers={"Retry-After": 1})
             async with asyncio.timeout(self.request_timeout):  # slowloris
-                request = await read_request(reader)
+                request = await read_request(reader, functools.partial(self.check_head, writer))
             self.connections[task] = True
             if request is not None:
                 await self.respond(reader, writer, request)
@@ -261,20 +264,32 @@ class HTTPTransport:
     async def send_error(self, writer, e):
         await self.send(writer, e.status, e.headers, encode(error_response(e.request_id, e.error)))
 
-    async def respond(self, reader, writer, request):
+    async def check_head(self, writer, request, version):
+        """What the head alone decides, before the body is read: a refusal goes out without
+        waiting for the body, else a client that expects 100-continue is told to send it (RFC
+        9110, 10.1.1; curl waits a second for that before it sends anyway)."""
         self.check_host_and_origin(request.headers)
         if request.path != ENDPOINT:
             raise HTTPError(404, f"the MCP endpoint is {ENDPOINT}")
+        # GET would open a stream for server-initiated messages; this server sends none.
+        if request.method not in ("POST", "DELETE"):
+            raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
+                            headers={"Allow": "POST, DELETE"})
+        content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if request.method == "POST" and content_type != "application/json":
+            raise HTTPError(415, "Content-Type must be application/json")
+        expect = request.headers.get("expect", "").lower()
+        if version == "HTTP/1.1" and expect == "100-continue":  # HTTP/1.0: ignored (RFC 9110)
+            await write(writer, b"HTTP/1.1 100 Continue\r\n\r\n", self.write_timeout)
+
+    async def respond(self, reader, writer, request):
         if request.method == "POST":
             return await self.post(reader, writer, request)
-        if request.method == "DELETE":  # ends a legacy session, and the requests it runs
-            for task in self.legacy_session(request.headers)["in_flight"].values():
-                task.cancel()
-            del self.sessions[request.headers["mcp-session-id"]]
-            return await self.send(writer, 200, {})
-        # GET would open a stream for server-initiated messages; this server sends none.
-        raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
-                        headers={"Allow": "POST, DELETE"})
+        # DELETE ends a legacy session, and the requests it runs
+        for task in self.legacy_session(request.headers)["in_flight"].values():
+            task.cancel()
+        del self.sessions[request.headers["mcp-session-id"]]
+        await self.send(writer, 200, {})
 
     # --- Security: Host and Origin (spec: Security, DNS rebinding) ---
 
@@ -295,8 +310,6 @@ class HTTPTransport:
 
     async def post(self, reader, writer, request):
         headers, request_id = request.headers, None
-        if headers.get("content-type", "").partition(";")[0].strip().lower() != "application/json":
-            raise HTTPError(415, "Content-Type must be application/json")
         try:
             message = parse_message(request.body)
             request_id = message.get("id") if valid_id(message.get("id")) else None

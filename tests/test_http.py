@@ -470,6 +470,32 @@ def test_size_limits(live):
     assert raw(live, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
 
 
+@pytest.mark.parametrize("head, status", [
+    (b"Host: localhost\r\nContent-Type: application/json", 200),
+    (b"Host: localhost\r\nContent-Type: application/json\r\nContent-Length: 99999999", 413),
+    (b"Host: evil.example\r\nContent-Type: application/json", 403),
+    (b"Host: localhost\r\nContent-Type: text/plain", 415),
+])
+def test_expect_100_continue_is_answered_before_the_body(live, head, status):
+    # RFC 9110, 10.1.1: the server sends 100 Continue, or its final status if the head alone
+    # decides it. It did neither: curl waits a second for it, and a client that waits for good got
+    # a 408 at request_timeout (1 s here).
+    body, headers = modern("tools/list")
+    data = json.dumps(body).encode()
+    mirrored = "".join(f"\r\n{name}: {value}" for name, value in headers.items()).encode()
+    length = b"" if b"Content-Length" in head else b"\r\nContent-Length: %d" % len(data)
+    with socket.create_connection(("127.0.0.1", live.port), timeout=5) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nExpect: 100-continue\r\n" + head + length
+                     + mirrored + b"\r\n\r\n")
+        sock.settimeout(0.5)  # under request_timeout: a 408 cannot pass for the answer
+        first = sock.recv(65536)
+        if status == 200:
+            assert first == b"HTTP/1.1 100 Continue\r\n\r\n"
+            sock.sendall(data)
+            first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 %d " % status), first
+
+
 def test_slow_client_times_out_without_blocking_others(live):
     started = time.time()
     with socket.create_connection(("127.0.0.1", live.port), timeout=5) as slow:
@@ -900,7 +926,8 @@ def test_an_early_refusal_reaches_a_client_that_sends_its_whole_body(live, heade
     (b"POST /mcp HTTP/1.1 extra\r\nHost: localhost\r\n\r\n", 400),
     (b"POST /mcp HTTP/2\r\nHost: localhost\r\n\r\n", 400),
     (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n: no name\r\n\r\n", 400),
-    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nab", 400),  # cut short
+    (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 3\r\n\r\nab", 400),  # cut short
     (b"\r\n\r\n", 400),
 ])
 def test_malformed_http_always_gets_an_answer(live, data, status):
