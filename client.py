@@ -324,6 +324,7 @@ class HTTPClient(Client):
             raise ValueError(f"not an http:// or https:// URL: {url!r}")
         self.session_id, self.posts, self.tool_schemas = None, {}, {}
         self.session_lock = asyncio.Lock()
+        self.replies = set()  # posts of our answers to the server's requests, held until done
 
     async def __aenter__(self):
         try:
@@ -414,8 +415,10 @@ class HTTPClient(Client):
         if "method" not in message and message.get("id") != request_id:
             return False
         reply = self.on_message(message)
-        if reply:
-            asyncio.ensure_future(self.post(reply))
+        if reply:  # the loop keeps only a weak reference to a task: it could vanish unsent
+            task = asyncio.ensure_future(self.post(reply))
+            self.replies.add(task)
+            task.add_done_callback(self.replies.discard)
         return "method" not in message and request_id is not None
 
     async def close(self):

@@ -4,7 +4,7 @@ security limits, concurrency, cancellation, our Client over HTTP, and the offici
 The server runs in-process, on a free port and in its own event-loop thread. Most tests speak raw
 HTTP with http.client or a socket.
 """
-import asyncio, base64, http.client, json, os, resource, select, signal, socket, subprocess, sys
+import asyncio, base64, gc, http.client, json, os, resource, select, signal, socket, subprocess, sys
 import threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -762,6 +762,31 @@ def test_client_answers_the_servers_ping_and_refuses_other_requests():
         assert answers["p1"] == {"jsonrpc": "2.0", "id": "p1", "result": {}}
         assert answers["s1"]["error"]["code"] == -32601
     with_raw_server(respond, test)
+
+
+def test_client_keeps_its_answer_to_a_ping_until_it_is_sent():
+    # asyncio keeps only weak references to tasks: the POST of the answer to a ping, started and
+    # dropped, could be garbage-collected while it waited, and the answer was never sent.
+    async def test():
+        client, waiting, ended = HTTPClient("http://127.0.0.1:1/mcp"), [], []
+
+        async def post(message):  # waits on a future that nothing else holds, as a socket might
+            waiting.append(message)
+            try:
+                await asyncio.get_running_loop().create_future()
+            finally:
+                ended.append(message)  # also when the coroutine is collected (GeneratorExit)
+        client.post = post
+        assert client.receive(b'{"jsonrpc": "2.0", "id": "p1", "method": "ping"}', 7, 200) is False
+        await asyncio.sleep(0)
+        gc.collect()
+        assert [m["id"] for m in waiting] == ["p1"] and ended == []
+        tasks = list(client.replies)
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)  # once done, the task leaves the set
+        assert [m["id"] for m in ended] == ["p1"] and not client.replies
+    asyncio.run(test())
 
 
 def test_client_takes_an_answer_only_for_the_request_it_was_posted_for():
