@@ -841,6 +841,11 @@ def main(argv=None):
     parser.add_argument("--docs", default="docs", help="folder of .txt/.md files (default: docs)")
     parser.add_argument("--index", default="index", help="index folder to write (default: index)")
     args = parser.parse_args(argv)
+    for option, value in (("--docs", args.docs), ("--index", args.index)):
+        if not value:  # Path("") is the current folder: `--docs "$UNSET"` would index it
+            print(f"index_build: error: {option} is an empty string; give it a folder "
+                  f"(default: {option[2:]})", file=sys.stderr)
+            return 2
 
     started = time.perf_counter()
     previous = {}

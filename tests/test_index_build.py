@@ -167,6 +167,21 @@ def test_file_that_is_not_utf8_is_skipped_and_named(small_docs, tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("option", ["--docs", "--index"])
+def test_an_empty_folder_option_is_refused(small_docs, tmp_path, option):
+    # Path("") is the current folder: `--docs "$UNSET"` indexed it and replaced the index.
+    folders = {"--docs": str(small_docs), "--index": str(tmp_path / "index"), option: ""}
+    result = subprocess.run([sys.executable, str(ROOT / "index_build.py"),
+                             *(word for pair in folders.items() for word in pair)],
+                            capture_output=True, text=True, timeout=120, cwd=small_docs)
+    assert result.returncode == 2
+    assert result.stderr == (f"index_build: error: {option} is an empty string; give it a "
+                             f"folder (default: {option[2:]})\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
+    assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt",
+                                                           "menu_prices.txt"]
+
+
 def test_unwritable_index_folder(small_docs, tmp_path):
     (tmp_path / "somefile").write_text("not a folder")
     result = run_cli("--docs", small_docs, "--index", tmp_path / "somefile" / "sub")
