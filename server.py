@@ -524,6 +524,12 @@ def check_query(query):
     if len(query) > MAX_QUERY_CHARS:
         raise ValueError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
                          "Pass only the question itself")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as e:  # else the tokenizer fails with a riddle (TextEncodeInput)
+        raise ValueError(f"query is not valid text: character {e.start + 1} is a lone surrogate "
+                         f"({query[e.start].encode('unicode_escape').decode()}), half of a "
+                         "character; send the question as whole characters") from None
     return query
 
 

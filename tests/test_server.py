@@ -136,6 +136,8 @@ def test_top_k_limits_are_accepted(live_server, top_k):
     ({"query": ""}, "query is empty"),
     ({"query": "   \n"}, "query is empty"),
     ({"query": "x" * 1001}, "the limit is 1000"),
+    ({"query": "dog \ud83d"}, "character 5 is a lone surrogate (\\ud83d), half of a character; "
+                              "send the question as whole characters"),
     ({}, "missing required argument(s): query"),
 ])
 def test_bad_search_input_is_a_tool_error(live_server, arguments, message):
