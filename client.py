@@ -553,6 +553,19 @@ def stdout_gone():
         os.close(devnull)
 
 
+def url_problem(url):
+    """Why --url cannot be reached over HTTP, or None."""
+    example = "e.g. http://127.0.0.1:8000/mcp"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # ValueError for a port that is not a number from 0 to 65535
+    except ValueError as e:
+        return f"--url {url!r} is not a URL ({e}); {example}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--url {url!r} is not an http:// or https:// URL; {example}"
+    return None
+
+
 # ----------------------------------------------------------------------------
 # Which Python runs server.py
 
@@ -819,6 +832,8 @@ def main(argv=None):
                              "belongs to that command")
     plug_closed_streams()
     args = parser.parse_args(argv)
+    if args.url is not None and url_problem(args.url):
+        parser.error(url_problem(args.url))
     if args.server == []:
         parser.error("--server needs the command that starts the server")
     if args.interactive and args.question is not None:
@@ -831,6 +846,8 @@ def main(argv=None):
         command = args.server
         label = " ".join(args.server)
     else:
+        if not args.index:  # Path("") is the current folder
+            parser.error("--index is an empty string; give it the index folder (default: index)")
         # Our own server cannot search without an index: say so before starting it.
         if not (Path(args.index) / "manifest.json").is_file():
             note(f"error: no search index in {args.index}/; run `make index` first")

@@ -124,6 +124,25 @@ def test_server_that_cannot_start_is_an_error():
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--url", ""], "--url '' is not an http:// or https:// URL; e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "localhost:8000"], "--url 'localhost:8000' is not an http:// or https:// URL; "
+                                  "e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "http://[::1/mcp"], "--url 'http://[::1/mcp' is not a URL (Invalid IPv6 URL); "
+                                   "e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "http://127.0.0.1:99999/mcp"], "--url 'http://127.0.0.1:99999/mcp' is not a URL "
+                                              "(Port out of range 0-65535); "
+                                              "e.g. http://127.0.0.1:8000/mcp"),
+    (["--index", ""], "--index is an empty string; give it the index folder (default: index)"),
+])
+def test_a_bad_url_or_index_option_is_one_line(options, message):
+    # A bad --url was a traceback, an empty one was ignored, and --index "" looked for an index
+    # "in /".
+    result = run_client(*options, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"client.py: error: {message}"
+
+
 def quick_server(folder):
     """client.py with an MCP server whose search answers at once: the demo runs to its end."""
     quick = folder / "quick_server.py"
