@@ -3,8 +3,10 @@
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -132,6 +134,25 @@ def test_cli_prints_a_summary(small_docs, tmp_path, model, monkeypatch, capsys):
     assert index_build.main(["--docs", str(small_docs), "--index", str(tmp_path / "index")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("indexed 3 files -> ") and "IndexFlatIP" in out
+
+
+def test_a_signal_while_the_model_loads_stops_the_build_after_the_load(
+        small_docs, tmp_path, model, monkeypatch, capsys):
+    # A signal inside the import of torch or numpy left them half-imported: the build died of
+    # that (RecursionError, "cannot load module more than once") with a traceback.
+    loaded = []
+
+    def load_model(threads=None):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # an import in progress, where the signal used to land
+        loaded.append(model)
+        return model
+    monkeypatch.setattr(index_build, "load_model", load_model)
+    code = index_build.main(["--docs", str(small_docs), "--index", str(tmp_path / "index")])
+    assert code == 128 + signal.SIGTERM and loaded == [model]
+    assert capsys.readouterr().err == ("index_build: stopped by SIGTERM; "
+                                       "the index was not changed\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
 
 
 # --- failures: a clear message, exit code 1, nothing written ---
