@@ -346,6 +346,13 @@ class HTTPClient(Client):
                 post.cancel()
             if self.era == "modern":
                 return
+            # Waited for, within probe_timeout: a server that never answers this POST held back
+            # the TimeoutError of the request being cancelled for good. close() ends the POST.
+            key = ("cancelled", message["params"]["requestId"])
+            task = self.posts[key] = asyncio.ensure_future(self.post(message))
+            task.add_done_callback(lambda _: self.posts.pop(key, None))
+            await asyncio.wait([task], timeout=self.probe_timeout)
+            return
         if "id" not in message:  # a notification: sent before anything else, so `initialized` first
             return await self.post(message)
         task = self.posts[message["id"]] = asyncio.ensure_future(self.post(message))

@@ -201,6 +201,26 @@ def test_a_reader_that_stops_reading_ends_an_interactive_session_quietly(tmp_pat
     assert "error" not in client.stderr.read()
 
 
+def test_a_url_that_never_answers_times_out():
+    # A port that accepts connections and never answers: the legacy fallback's initialize timed
+    # out, then the POST of its notifications/cancelled waited for an answer for good.
+    import asyncio
+    import socket
+    import time
+
+    from client import HTTPClient
+
+    async def connect(url):
+        async with HTTPClient(url, timeout=1, probe_timeout=0.5):
+            pass
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # never accepts: the kernel does
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError, match=r"^initialize: no answer within 1 s"):
+            asyncio.run(asyncio.wait_for(connect(url), 20))
+    assert time.perf_counter() - started < 10
+
+
 def test_url_talks_streamable_http(built_index):
     # client.py --url: the same demo against server.py --http, a server someone else started.
     with server_py_over_http(built_index) as url:
