@@ -347,6 +347,13 @@ class HTTPClient(Client):
                 post.cancel()
             if self.era == "modern":
                 return
+            # Waited for, within probe_timeout: a server that never answers this POST held back
+            # the TimeoutError of the request being cancelled for good. close() ends the POST.
+            key = ("cancelled", message["params"]["requestId"])
+            task = self.posts[key] = asyncio.ensure_future(self.post(message))
+            task.add_done_callback(lambda _: self.posts.pop(key, None))
+            await asyncio.wait([task], timeout=self.probe_timeout)
+            return
         if "id" not in message:  # a notification: sent before anything else, so `initialized` first
             return await self.post(message)
         task = self.posts[message["id"]] = asyncio.ensure_future(self.post(message))
@@ -538,6 +545,37 @@ def note(message):
     print(f"client.py: {message}", file=sys.stderr, flush=True)
 
 
+def plug_closed_streams():
+    """A stdout or stderr closed by the caller (`client.py >&-`) is None to Python, and .flush()
+    or .isatty() on it failed the run: it becomes /dev/null. That also takes the free descriptor,
+    so no pipe to the server can land on fd 1 or 2."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w"))
+
+
+def stdout_gone():
+    """The reader of stdout has left (`client.py | head -1`): the rest goes to /dev/null, so
+    neither the run nor Python's last flush at exit reports a broken pipe."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def url_problem(url):
+    """Why --url cannot be reached over HTTP, or None."""
+    example = "e.g. http://127.0.0.1:8000/mcp"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # ValueError for a port that is not a number from 0 to 65535
+    except ValueError as e:
+        return f"--url {url!r} is not a URL ({e}); {example}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--url {url!r} is not an http:// or https:// URL; {example}"
+    return None
+
+
 # ----------------------------------------------------------------------------
 # Which Python runs server.py
 
@@ -703,6 +741,8 @@ async def converse(command, label, top_k, trace, legacy, questions, turns, stopp
                     break
                 await answer(client, search_arguments(tools, question, top_k))
         code = 0
+    except BrokenPipeError:  # a ConnectionError too, but ours: stdout's reader left
+        stdout_gone()
     except (ConnectionError, MCPError, TimeoutError) as e:
         if not stopping.is_set():  # after Ctrl-C, a server gone is no news
             note(f"error: {e}")
@@ -800,7 +840,10 @@ def main(argv=None):
     parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
                         help="command of another stdio MCP server; everything after it "
                              "belongs to that command")
+    plug_closed_streams()
     args = parser.parse_args(argv)
+    if args.url is not None and url_problem(args.url):
+        parser.error(url_problem(args.url))
     if args.server == []:
         parser.error("--server needs the command that starts the server")
     if args.interactive and args.question is not None:
@@ -813,6 +856,8 @@ def main(argv=None):
         command = args.server
         label = " ".join(args.server)
     else:
+        if not args.index:  # Path("") is the current folder
+            parser.error("--index is an empty string; give it the index folder (default: index)")
         # Our own server cannot search without an index: say so before starting it.
         if not (Path(args.index) / "manifest.json").is_file():
             note(f"error: no search index in {args.index}/; run `make index` first")
@@ -821,8 +866,14 @@ def main(argv=None):
         command = [python, str(HERE / "server.py"), "--index", args.index]
         label = f"{shown} server.py --index {args.index}"
 
+    stdout_lost = []
+
     def trace(direction, line):
-        print(f"{direction} {line}", flush=True)
+        try:
+            print(f"{direction} {line}", flush=True)
+        except BrokenPipeError:  # the client would log it and go on: the rest goes nowhere
+            stdout_gone()
+            stdout_lost.append(True)
 
     trace = trace if args.trace else None
     if args.interactive and python_note:
@@ -830,9 +881,15 @@ def main(argv=None):
     question = DEFAULT_QUESTION if args.question is None else args.question
     try:
         if args.interactive:
-            return interactive(command, label, args.top_k, trace, args.legacy)
-        return asyncio.run(demo(command, label, question, args.top_k, trace, args.legacy,
-                                python_note))
+            code = interactive(command, label, args.top_k, trace, args.legacy)
+        else:
+            code = asyncio.run(demo(command, label, question, args.top_k, trace, args.legacy,
+                                    python_note))
+        sys.stdout.flush()  # here, where a reader that left is handled, not at exit
+        return 1 if stdout_lost else code
+    except BrokenPipeError:  # a ConnectionError too, but ours: stdout's reader left
+        stdout_gone()
+        return 1
     except (ConnectionError, MCPError, TimeoutError) as e:
         note(f"error: {e}")
         return 1

@@ -607,7 +607,8 @@ def build_index(docs_dir, index_dir, model=None, show_progress=None, skipped=Non
             os.umask(umask)
             os.chmod(build_dir, 0o777 & ~umask)
             if model is None:
-                model = load_model()
+                with signals_held():
+                    model = load_model()
             if show_progress is None:
                 show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
             texts = embedding_texts(files, passages, RANKING["passage_text"])
@@ -829,7 +830,29 @@ def stop_on_signal(signum, frame):
     """SIGTERM and SIGINT: unwind, so that every `finally` removes what the build started."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if held["holding"]:
+        held["signal"] = signum
+        return
     raise Interrupted(signum)
+
+
+# While signals_held() runs, stop_on_signal notes a signal here instead of raising at once.
+held = {"holding": False, "signal": None}
+
+
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM stop the build once the block is over. One that landed inside the
+    import of torch, numpy or scipy left them half-imported, and the build died of that
+    (RecursionError, "cannot load module more than once") with a traceback."""
+    held.update(holding=True, signal=None)
+    try:
+        yield
+    finally:
+        held["holding"] = False
+    if held["signal"] is not None:
+        signum, held["signal"] = held["signal"], None
+        raise Interrupted(signum)
 
 
 class Interrupted(BaseException):
@@ -841,6 +864,11 @@ def main(argv=None):
     parser.add_argument("--docs", default="docs", help="folder of .txt/.md files (default: docs)")
     parser.add_argument("--index", default="index", help="index folder to write (default: index)")
     args = parser.parse_args(argv)
+    for option, value in (("--docs", args.docs), ("--index", args.index)):
+        if not value:  # Path("") is the current folder: `--docs "$UNSET"` would index it
+            print(f"index_build: error: {option} is an empty string; give it a folder "
+                  f"(default: {option[2:]})", file=sys.stderr)
+            return 2
 
     started = time.perf_counter()
     previous = {}

@@ -144,6 +144,22 @@ def number_setting(name, default, whole=False):
     return int(number) if whole else number
 
 
+def check_folders(index, docs):
+    """SettingError for an --index or --docs that no build can mend. A missing index folder is
+    fine (search says to build it), but with these every call would advise `make index`, which
+    cannot help: Path("") is the current folder, a file is no index, and --docs wins over the
+    folder the index records."""
+    if not index:
+        raise SettingError("--index is an empty string; give it the index folder (default: index)")
+    if os.path.exists(index) and not os.path.isdir(index):
+        raise SettingError(f"--index {index} is not a folder; give it the folder that "
+                           "index_build.py writes (default: index)")
+    if docs is not None and not os.path.isdir(docs):
+        what = "is an empty string" if not docs else f"{docs} is not an existing folder"
+        raise SettingError(f"--docs {what}; give it the folder the index was built from, "
+                           "or leave it out to use the one the index records")
+
+
 def make_rate_limit(rate):
     # A burst of twice the rate, capped so that a huge finite rate stays a finite number.
     return RateLimit(rate, burst=max(1, int(min(2 * rate, 1e9))))
@@ -508,6 +524,12 @@ def check_query(query):
     if len(query) > MAX_QUERY_CHARS:
         raise ValueError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
                          "Pass only the question itself")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as e:  # else the tokenizer fails with a riddle (TextEncodeInput)
+        raise ValueError(f"query is not valid text: character {e.start + 1} is a lone surrogate "
+                         f"({query[e.start].encode('unicode_escape').decode()}), half of a "
+                         "character; send the question as whole characters") from None
     return query
 
 
@@ -670,6 +692,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     try:
+        check_folders(args.index, args.docs)
         rate = number_setting("RAG_RATE_LIMIT", DEFAULT_RATE_LIMIT)
         threads = number_setting("RAG_TORCH_THREADS", DEFAULT_TORCH_THREADS, whole=True)
     except SettingError as e:

@@ -124,6 +124,103 @@ def test_server_that_cannot_start_is_an_error():
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--url", ""], "--url '' is not an http:// or https:// URL; e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "localhost:8000"], "--url 'localhost:8000' is not an http:// or https:// URL; "
+                                  "e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "http://[::1/mcp"], "--url 'http://[::1/mcp' is not a URL (Invalid IPv6 URL); "
+                                   "e.g. http://127.0.0.1:8000/mcp"),
+    (["--url", "http://127.0.0.1:99999/mcp"], "--url 'http://127.0.0.1:99999/mcp' is not a URL "
+                                              "(Port out of range 0-65535); "
+                                              "e.g. http://127.0.0.1:8000/mcp"),
+    (["--index", ""], "--index is an empty string; give it the index folder (default: index)"),
+])
+def test_a_bad_url_or_index_option_is_one_line(options, message):
+    # A bad --url was a traceback, an empty one was ignored, and --index "" looked for an index
+    # "in /".
+    result = run_client(*options, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"client.py: error: {message}"
+
+
+def quick_server(folder):
+    """client.py with an MCP server whose search answers at once: the demo runs to its end."""
+    quick = folder / "quick_server.py"
+    quick.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from mcp_min import Server
+        server = Server("quick", version="1")
+
+        @server.tool()
+        def search(query: str) -> str:
+            "Answers at once."
+            return "[1] source: quick.txt (distance: 0.00)"
+
+        server.run()
+    """))
+    return [sys.executable, str(ROOT / "client.py"), "--server", sys.executable, str(quick)]
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_closed_stdout_or_stderr_costs_nothing_else(tmp_path, closed):
+    # Closed, each is None to Python: .flush() and .isatty() on it failed the run (a closed
+    # stderr lost the answer, and its traceback went nowhere).
+    done = subprocess.run(quick_server(tmp_path), capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: os.close(closed))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    if closed == 2:
+        assert "    [1] source: quick.txt (distance: 0.00)" in done.stdout
+
+
+@pytest.mark.parametrize("trace", [[], ["--trace"]])
+def test_a_reader_that_stops_reading_is_no_error(tmp_path, trace):
+    # `client.py | head -1`: the broken pipe was reported as "client.py: error: [Errno 32] Broken
+    # pipe", as if the server were at fault, and with --trace as two callback failures too.
+    client = subprocess.Popen([*quick_server(tmp_path), *trace], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert client.stdout.readline()
+    client.stdout.close()
+    assert client.wait(timeout=60) == 1
+    assert client.stderr.read() == ""
+
+
+def test_a_reader_that_stops_reading_ends_an_interactive_session_quietly(tmp_path):
+    command = quick_server(tmp_path)
+    command.insert(2, "--interactive")  # before --server, which takes the rest
+    client = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    client.stdin.write("dog\n")
+    client.stdin.flush()
+    assert client.stdout.readline() == "[1] source: quick.txt (distance: 0.00)\n"
+    client.stdout.close()
+    client.stdin.write("wifi\n")  # its answer meets the broken pipe
+    client.stdin.close()
+    assert client.wait(timeout=60) == 1
+    assert "error" not in client.stderr.read()
+
+
+def test_a_url_that_never_answers_times_out():
+    # A port that accepts connections and never answers: the legacy fallback's initialize timed
+    # out, then the POST of its notifications/cancelled waited for an answer for good.
+    import asyncio
+    import socket
+    import time
+
+    from client import HTTPClient
+
+    async def connect(url):
+        async with HTTPClient(url, timeout=1, probe_timeout=0.5):
+            pass
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # never accepts: the kernel does
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError, match=r"^initialize: no answer within 1 s"):
+            asyncio.run(asyncio.wait_for(connect(url), 20))
+    assert time.perf_counter() - started < 10
+
+
 def test_url_talks_streamable_http(built_index):
     # client.py --url: the same demo against server.py --http, a server someone else started.
     with server_py_over_http(built_index) as url:

@@ -3,8 +3,10 @@
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -134,6 +136,25 @@ def test_cli_prints_a_summary(small_docs, tmp_path, model, monkeypatch, capsys):
     assert out.startswith("indexed 3 files -> ") and "IndexFlatIP" in out
 
 
+def test_a_signal_while_the_model_loads_stops_the_build_after_the_load(
+        small_docs, tmp_path, model, monkeypatch, capsys):
+    # A signal inside the import of torch or numpy left them half-imported: the build died of
+    # that (RecursionError, "cannot load module more than once") with a traceback.
+    loaded = []
+
+    def load_model(threads=None):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # an import in progress, where the signal used to land
+        loaded.append(model)
+        return model
+    monkeypatch.setattr(index_build, "load_model", load_model)
+    code = index_build.main(["--docs", str(small_docs), "--index", str(tmp_path / "index")])
+    assert code == 128 + signal.SIGTERM and loaded == [model]
+    assert capsys.readouterr().err == ("index_build: stopped by SIGTERM; "
+                                       "the index was not changed\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
+
+
 # --- failures: a clear message, exit code 1, nothing written ---
 # These stop before the model is loaded, so they run the real command line quickly.
 
@@ -165,6 +186,21 @@ def test_file_that_is_not_utf8_is_skipped_and_named(small_docs, tmp_path):
     manifest = index_build.read_manifest(tmp_path / "index")
     assert "latin1.txt" not in manifest["files"] and "latin1.txt" in manifest["skipped"]
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("option", ["--docs", "--index"])
+def test_an_empty_folder_option_is_refused(small_docs, tmp_path, option):
+    # Path("") is the current folder: `--docs "$UNSET"` indexed it and replaced the index.
+    folders = {"--docs": str(small_docs), "--index": str(tmp_path / "index"), option: ""}
+    result = subprocess.run([sys.executable, str(ROOT / "index_build.py"),
+                             *(word for pair in folders.items() for word in pair)],
+                            capture_output=True, text=True, timeout=120, cwd=small_docs)
+    assert result.returncode == 2
+    assert result.stderr == (f"index_build: error: {option} is an empty string; give it a "
+                             f"folder (default: {option[2:]})\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
+    assert sorted(p.name for p in small_docs.iterdir()) == ["faq.txt", "hours_access.txt",
+                                                           "menu_prices.txt"]
 
 
 def test_unwritable_index_folder(small_docs, tmp_path):

@@ -38,6 +38,29 @@ def test_importing_server_loads_no_heavy_library():
     assert out.stdout.strip() == "[]", out.stderr
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--index", ""], "--index is an empty string; give it the index folder (default: index)"),
+    (["--index", "README.md"], "--index README.md is not a folder; give it the folder that "
+                               "index_build.py writes (default: index)"),
+    (["--docs", ""], "--docs is an empty string; give it the folder the index was built from, "
+                     "or leave it out to use the one the index records"),
+    (["--docs", "README.md"], "--docs README.md is not an existing folder; give it the folder "
+                              "the index was built from, or leave it out to use the one the "
+                              "index records"),
+    (["--docs", "no-such-folder"], "--docs no-such-folder is not an existing folder; give it "
+                                   "the folder the index was built from, or leave it out to "
+                                   "use the one the index records"),
+])
+def test_a_folder_option_no_build_can_mend_stops_the_server(built_index, options, message):
+    # Served, each of these made every call advise `make index`, which cannot help.
+    command = server_command(built_index)
+    command[command.index("--index"):] = ["--index", str(built_index), *options]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [f"server: error: {message}"]
+
+
 def test_tools_are_listed_before_the_model_has_loaded(built_index):
     started = time.perf_counter()
     server = LiveServer(server_command(built_index))
@@ -113,6 +136,8 @@ def test_top_k_limits_are_accepted(live_server, top_k):
     ({"query": ""}, "query is empty"),
     ({"query": "   \n"}, "query is empty"),
     ({"query": "x" * 1001}, "the limit is 1000"),
+    ({"query": "dog \ud83d"}, "character 5 is a lone surrogate (\\ud83d), half of a character; "
+                              "send the question as whole characters"),
     ({}, "missing required argument(s): query"),
 ])
 def test_bad_search_input_is_a_tool_error(live_server, arguments, message):
