@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -104,6 +105,16 @@ def live_server(built_index):
     server = LiveServer(server_command(built_index))
     yield server
     server.close()
+
+
+def script_server(folder, tools):
+    """argv of a small mcp_min server: `tools` is module-level source that registers tools on
+    `server`; asyncio, subprocess, sys and mcp_min are imported, and Server too."""
+    script = folder / "tool_server.py"
+    script.write_text(f"import asyncio, subprocess, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      "import mcp_min\nfrom mcp_min import Server\nserver = Server('x')\n"
+                      f"{textwrap.dedent(tools)}\nserver.run()\n")
+    return [sys.executable, str(script)]
 
 
 # Lines that tests want shown after the run, even in a quiet `pytest -q` (see test_retrieval.py).

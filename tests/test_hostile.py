@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from hard_server import COMMAND, RawServer, call, rss_kib
+from hard_server import COMMAND, RawServer, call, line, rss_kib
 
-from conftest import ROOT
+from conftest import script_server
 
 from client import Client  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
@@ -100,19 +100,6 @@ def test_a_signal_answers_what_runs_then_cancels_the_rest_with_an_error(signum):
     assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
 
 
-def script_server(tmp_path, tools):
-    """argv of a server made of `tools` (source at module level, `server` in scope)."""
-    script = tmp_path / "server.py"
-    script.write_text(f"import asyncio, subprocess, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                      "import mcp_min\nserver = mcp_min.Server('x')\n"
-                      f"{textwrap.dedent(tools)}\nserver.run()\n")
-    return [sys.executable, str(script)]
-
-
-def line(message):
-    return (json.dumps(message) + "\n").encode()
-
-
 def test_a_child_process_of_a_tool_cannot_eat_the_requests(tmp_path):
     """A tool's child inherits fd 0. Pointed at the wire, it read requests meant for the server
     (57 of 101 pipelined pings went unanswered); now it reads /dev/null."""
@@ -127,8 +114,7 @@ def test_a_child_process_of_a_tool_cannot_eat_the_requests(tmp_path):
     pings = b"".join(line({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in range(100))
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    proc.stdin.write(line({"jsonrpc": "2.0", "id": "child", "method": "tools/call",
-                           "params": {"name": "child"}}))
+    proc.stdin.write(call("child", "child", {}))
     proc.stdin.flush()
     time.sleep(0.5)  # the child runs now
     out, _ = proc.communicate(pings, timeout=30)
@@ -149,8 +135,7 @@ def test_a_closed_stderr_does_not_lose_a_failing_tools_answer(tmp_path):
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stderr.close()
-    out, _ = proc.communicate(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                    "params": {"name": "fail"}}), timeout=30)
+    out, _ = proc.communicate(call(1, "fail", {}), timeout=30)
     assert out.decode().splitlines() == [
         '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Tool fail failed: '
         'ValueError: no luck"}],"isError":true}}']
@@ -167,8 +152,7 @@ def test_sigterm_while_the_last_answers_wait_for_a_client_that_does_not_read(tmp
         """)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    proc.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                           "params": {"name": "big"}}))
+    proc.stdin.write(call(1, "big", {}))
     proc.stdin.close()
     time.sleep(1)  # the answer is written as far as the pipe takes it; the rest waits
     assert proc.poll() is None
@@ -196,8 +180,7 @@ def test_a_tool_that_ignores_its_cancellation_at_shutdown_is_answered_once(tmp_p
         """)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    proc.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                           "params": {"name": "stubborn"}}))
+    proc.stdin.write(call(1, "stubborn", {}))
     proc.stdin.flush()
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)

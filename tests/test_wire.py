@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import script_server
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, str(ROOT / "tests" / "wire_server.py")]
 
@@ -586,15 +588,11 @@ def test_whatever_a_tool_raises_fails_only_its_own_call(tmp_path):
     # it left the call waiting forever. A KeyboardInterrupt from a tool stopped the server, and
     # another BaseException lost its answer. A CancelledError that no cancellation caused left its
     # call without an answer, and its id in use for good.
-    script = tmp_path / "failing.py"
-    script.write_text(f"import asyncio, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                      f"from mcp_min import Server\nserver = Server('x')\n{FAILING_TOOLS}\n"
-                      "server.run()\n")
+    argv = script_server(tmp_path, FAILING_TOOLS)
     names = ("first", "interrupted", "odd", "awaits_cancelled", "raises_cancelled")
     lines = b"".join(to_bytes(call(name, name, {"items": []} if name == "first" else {}))
                      for name in names) + to_bytes(req("last", "ping"))
-    done = subprocess.run([sys.executable, str(script)], input=lines, capture_output=True,
-                          timeout=30)
+    done = subprocess.run(argv, input=lines, capture_output=True, timeout=30)
     failed = '{"jsonrpc":"2.0","id":"%s","result":{"content":[{"type":"text","text":"Tool %s ' \
              'failed: %s"}],"isError":true}}'
     assert sorted(done.stdout.decode().splitlines()) == [  # answers come as tools finish
@@ -961,12 +959,9 @@ async def quick() -> str:
 def test_a_cancelled_tool_that_swallows_the_cancel_gets_no_answer(tmp_path):
     # The task ran on and its answer went out: an answer for a cancelled request, and when the
     # client then reused the id, the new request got the old result first, then its own.
-    script = tmp_path / "swallowing.py"
-    script.write_text(f"import asyncio, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                      f"from mcp_min import Server\nserver = Server('x')\n{SWALLOWING_TOOLS}\n"
-                      "server.run()\n")
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    argv = script_server(tmp_path, SWALLOWING_TOOLS)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
     proc.stdin.write(to_bytes(call(1, "swallow")) + to_bytes(req("a", "ping")))
     proc.stdin.flush()
     assert check_line(proc.stdout.readline())["id"] == "a"  # swallow is waiting by now
