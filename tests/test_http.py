@@ -162,16 +162,23 @@ def test_logging_is_not_offered(live):
     assert reply["error"]["code"] == -32601
 
 
-def test_legacy_cancelled_notification_stops_a_request(live):
+def start_slow_call(live, pool, request_id):
+    """A new legacy session, and a 30 s test_slow call with request_id posted on it from the
+    pool's thread; returns (session headers, the call, its future) once the call runs."""
     session = {"Mcp-Session-Id": initialize(live)[0]}
-    call = {"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+    call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
             "params": {"name": "test_slow", "arguments": {"seconds": 30.0}}}
+    running = pool.submit(post, live, call, session, "application/json")
+    in_flight = live.transport.sessions[session["Mcp-Session-Id"]]["in_flight"]
+    deadline = time.time() + 5
+    while request_id not in in_flight and time.time() < deadline:  # wait until it runs
+        time.sleep(0.01)
+    return session, call, running
+
+
+def test_legacy_cancelled_notification_stops_a_request(live):
     with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(post, live, call, session, "application/json")
-        in_flight = live.transport.sessions[session["Mcp-Session-Id"]]["in_flight"]
-        deadline = time.time() + 5
-        while "slow-1" not in in_flight and time.time() < deadline:  # wait until it runs
-            time.sleep(0.01)
+        session, _, running = start_slow_call(live, pool, "slow-1")
         assert post(live, {"jsonrpc": "2.0", "method": "notifications/cancelled",
                            "params": {"requestId": "slow-1"}}, session)[0] == 202
         status, _, body = running.result(5)
@@ -181,15 +188,8 @@ def test_legacy_cancelled_notification_stops_a_request(live):
 def test_legacy_request_with_an_id_in_use_is_refused_as_on_stdio(live):
     # A second request with the id of one still running took its place in the session, so the
     # first could no longer be cancelled. stdio refuses it (Server.receive_line): so does HTTP.
-    session = {"Mcp-Session-Id": initialize(live)[0]}
-    call = {"jsonrpc": "2.0", "id": "dup", "method": "tools/call",
-            "params": {"name": "test_slow", "arguments": {"seconds": 30.0}}}
     with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(post, live, call, session, "application/json")
-        in_flight = live.transport.sessions[session["Mcp-Session-Id"]]["in_flight"]
-        deadline = time.time() + 5
-        while "dup" not in in_flight and time.time() < deadline:  # wait until it runs
-            time.sleep(0.01)
+        session, call, running = start_slow_call(live, pool, "dup")
         again = {**call, "params": {"name": "test_slow", "arguments": {"seconds": 0.01}}}
         status, _, body = post(live, again, session)
         assert status == 400 and json.loads(body) == {"jsonrpc": "2.0", "id": "dup", "error": {
