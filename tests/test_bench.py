@@ -1,4 +1,4 @@
-"""bench.py's pieces run and produce the numbers the report needs, at tiny sizes.
+"""measure/bench.py's pieces run and produce the numbers the report needs, at tiny sizes.
 
 A smoke test only: it never checks how fast anything is (that is bench.py's job, and a
 shared 2-core machine makes timings too noisy to assert on).
@@ -7,7 +7,7 @@ shared 2-core machine makes timings too noisy to assert on).
 import asyncio
 import sys
 
-import bench
+from measure import bench
 
 TINY = dict(spawns=1, warmup=5, calls=20, rounds=1, scale_sizes=[2_000], scale_queries=10)
 

@@ -154,7 +154,7 @@ def test_a_question_is_not_also_an_argument():
 def test_bench_cold_start_pieces_run(built_index):
     # bench.py's part 2b at its smallest: the steps in a fresh process, and client.py
     # --interactive timed as a user runs it. A smoke test: no timing is asserted.
-    import bench
+    from measure import bench
     qs = bench.questions(2)
     steps = bench.cold_steps_once(str(built_index), qs)
     assert set(steps) == set(bench.COLD_STEPS + bench.WARM_STEPS)

@@ -687,7 +687,7 @@ def test_good_settings_are_accepted(built_index):
 # --- bench.py's part 4 runs (how fast is its own business, not a test's) ---
 
 def test_bench_split_part_runs_and_reports():
-    import bench
+    from measure import bench
     split = bench.bench_split({"split_mb": [1]})
     assert [(r["mb"], r["shape"]) for r in split["rows"]] == [
         (1, "prose"), (1, "no whitespace"), (1, "log lines")]

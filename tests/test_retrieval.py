@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-import eval as eval_script  # eval.py; "eval" alone would hide the builtin
+from measure import eval as eval_script  # measure/eval.py; "eval" alone would hide the builtin
 import index_build
 import server
 from conftest import DOCS, ROOT, SUMMARY_LINES
@@ -162,7 +162,7 @@ def test_a_query_bm25_cannot_match_is_ranked_by_cosine(built_index, model, query
 def test_eval_refuses_a_bad_question_file_before_loading_the_model(tmp_path, content, message):
     questions = tmp_path / "questions.json"
     questions.write_text(content, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(ROOT / "eval.py"), "--set", str(DOCS),
+    done = subprocess.run([sys.executable, str(ROOT / "measure" / "eval.py"), "--set", str(DOCS),
                            str(questions)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stdout == ""
