@@ -88,8 +88,8 @@ HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 
 # takes long enough to be worth watching.
 PROGRESS_BAR_MIN_PASSAGES = 1000
 
-# How passages are embedded and ranked: chosen by measurement (eval.py, `make eval`; the
-# README's retrieval table) and recorded in the manifest, so that server.py ranks an index
+# How passages are embedded and ranked: chosen by measurement (`make eval`; the tables are in
+# measure/README.md) and recorded in the manifest, so that server.py ranks an index
 # the way it was built. passage_text "title": the document's title is embedded with each
 # passage. fusion: "none" (cosine only), "weighted" (cosine + bm25_weight * BM25 / best BM25)
 # or "rrf" (reciprocal rank fusion). distinct_sources: one passage per file comes first.

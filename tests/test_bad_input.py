@@ -1,9 +1,9 @@
 """Bad input, line by line, to a live mcp_min server (tests/hard_server.py): each bad line gets the
 answer JSON-RPC and MCP ask for (or none, for a notification or a response), and the stream goes on.
 
-Every case is also a row of the README's bad-input table (what is sent -> what comes back). With
-BAD_INPUT_TABLE=path set, the table is written there from what the server really answered in this
-run.
+Every case is also a row of the bad-input table in tests/BEHAVIOUR.md (what is sent -> what comes
+back). With BAD_INPUT_TABLE=path set, the table is written there from what the server really
+answered in this run.
 """
 import collections, json, os, pathlib, subprocess, time
 

@@ -400,7 +400,7 @@ def test_notifications_and_responses_get_202(live):
 
 
 def test_each_response_closes_its_connection(live):
-    # No keep-alive and no pipelining, on purpose (README: Serving over HTTP): a second request
+    # No keep-alive and no pipelining, on purpose (tests/BEHAVIOUR.md: Over HTTP): a second request
     # sent on the same connection is not read, and the connection ends after the first answer.
     conn = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
     for i in range(3):  # http.client opens a new connection for each
