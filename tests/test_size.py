@@ -84,3 +84,14 @@ def test_ruff_check_passes():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+README_BUDGET = 400  # lines: a tutorial read in one sitting
+
+
+def test_readme_fits_its_budget():
+    """README.md is the tutorial; long tables live in tests/BEHAVIOUR.md and measure/README.md."""
+    count = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    SUMMARY_LINES.append(f"size: README.md: {count} lines (budget {README_BUDGET})")
+    assert count <= README_BUDGET, (f"README.md has {count} lines, over its budget of "
+                                    f"{README_BUDGET}; move detail to tests/BEHAVIOUR.md")
