@@ -815,10 +815,10 @@ def describe_resource(resource):
 
 
 def describe_prompt(prompt):
-    """'greet (name, [style]): Say hello.': its arguments, in brackets the optional ones."""
+    """'greet(name, [style]): Say hello.': its arguments, the optional ones in brackets."""
     arguments = [as_dict(argument) for argument in as_list(prompt.get("arguments"))]
     arguments = [a.get("name") if a.get("required") else f"[{a.get('name')}]" for a in arguments]
-    return f"{prompt.get('name')} ({', '.join(arguments)}): {first_line(prompt.get('description'))}"
+    return f"{prompt.get('name')}({', '.join(arguments)}): {first_line(prompt.get('description'))}"
 
 
 def print_content(result, prefix=""):
