@@ -24,8 +24,8 @@ speaks JSON-RPC to it over the server's stdin and stdout, one JSON text per line
 
     1. connect     server/discover (2026-07-28); a server that does not know it gets the
                    legacy handshake instead: initialize, then notifications/initialized
-    2. what it offers   tools/list: each tool and the JSON Schema of its arguments; and, if the
-                   server has them, resources/list, resources/templates/list, prompts/list
+    2. tools/list  what tools exist, and the JSON Schema of each one's arguments; then
+                   resources/list, resources/templates/list and prompts/list, if it has them
     3. tools/call  run one tool: here search, with the question
 
 Leaving the `async with` block closes the server's stdin, which is how a stdio server
@@ -817,15 +817,15 @@ def describe_resource(resource):
 def describe_prompt(prompt):
     """'greet(name, [style]): Say hello.': its arguments, the optional ones in brackets."""
     arguments = [as_dict(argument) for argument in as_list(prompt.get("arguments"))]
-    arguments = [a.get("name") if a.get("required") else f"[{a.get('name')}]" for a in arguments]
-    return f"{prompt.get('name')}({', '.join(arguments)}): {first_line(prompt.get('description'))}"
+    names = [str(a.get("name")) if a.get("required") else f"[{a.get('name')}]" for a in arguments]
+    return f"{prompt.get('name')}({', '.join(names)}): {first_line(prompt.get('description'))}"
 
 
 def print_content(result, prefix=""):
     """Each content block of a tool's result: its text, each line after `prefix`."""
     for block in result.get("content", []):
         kind = block.get("type")
-        text = block.get("text", "") if kind == "text" else f"<{kind} block>"
+        text = str(block.get("text", "")) if kind == "text" else f"<{kind} block>"
         print("\n".join(prefix + line if line else "" for line in text.splitlines()))
 
 
