@@ -2,10 +2,11 @@
 client.py - an MCP client (the Client class), and a demo that talks to a server step by step.
 
 Client, at the top of this file, is the client side of mcp_min: copy it with mcp_min.py into your
-project. It starts a stdio server as a subprocess, learns its era, and calls its tools. The demo
-below it shows what each step of the conversation says:
+project. It starts a stdio server as a subprocess, learns its era, and calls its tools, reads its
+resources and gets its prompts. HTTPClient, below it, does the same over Streamable HTTP. The
+demo after them shows what each step of the conversation says:
 
-    python client.py                            # start server.py, list its tools, search once
+    python client.py                            # start server.py, see what it offers, search once
     python client.py "is there wifi" --top-k 3  # ask your own question
     python client.py --interactive              # one server, one question per line, warm answers
     python client.py --trace                    # also print every JSON line: -> sent, <- received
@@ -23,7 +24,8 @@ speaks JSON-RPC to it over the server's stdin and stdout, one JSON text per line
 
     1. connect     server/discover (2026-07-28); a server that does not know it gets the
                    legacy handshake instead: initialize, then notifications/initialized
-    2. tools/list  what tools exist, and the JSON Schema of each one's arguments
+    2. tools/list  what tools exist, and the JSON Schema of each one's arguments; then
+                   resources/list, resources/templates/list and prompts/list, if it has them
     3. tools/call  run one tool: here search, with the question
 
 Leaving the `async with` block closes the server's stdin, which is how a stdio server
@@ -31,8 +33,8 @@ is told to exit. Nothing here knows about embeddings or FAISS: all of that happe
 the other side of the pipe.
 """
 
-import argparse, asyncio, functools, itertools, json, os, queue, re, signal, sys, threading
-import contextlib, time, urllib.parse
+import argparse, asyncio, contextlib, functools, itertools, json, os, re, signal, sys, time
+import urllib.parse
 from pathlib import Path
 
 import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
@@ -41,6 +43,10 @@ from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, M
                      MODERN_VERSIONS, UNSUPPORTED_VERSION, MCPError, encode, error_response,
                      parse_message, read_lines, valid_id)
 
+OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
+MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
+
+
 class Client:
     """An MCP client over stdio: it starts a server as a subprocess and talks to it.
 
@@ -48,9 +54,12 @@ class Client:
             tools = await client.list_tools()
             result = await client.call_tool("search", {"query": "wifi"})
 
-    trace(direction, line), if given, sees every line: "→" sent, "←" received. Failures raise
-    MCPError (the server answered with an error), TimeoutError, or ConnectionError (the server is
-    gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way."""
+    Also list_resources(), list_resource_templates(), read_resource(uri), list_prompts(),
+    get_prompt(name, arguments) and complete(ref, argument_name, value). Results are the dicts
+    as on the wire. trace(direction, line), if given, sees every line: "→" sent, "←" received.
+    Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
+    (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
+    """
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
                  legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
@@ -63,14 +72,7 @@ class Client:
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
 
     async def __aenter__(self):
-        pipe = asyncio.subprocess.PIPE
-        try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.command, stdin=pipe, stdout=pipe, stderr=pipe, env=self.env, cwd=self.cwd)
-        except OSError as e:
-            raise ConnectionError(f"cannot start the MCP server {self.command[0]!r}: {e}") from e
-        self.stderr_task = asyncio.ensure_future(self.read_stderr())
-        self.reader_task = asyncio.ensure_future(self.read_messages())
+        await self.start()
         try:
             await self.connect()
         except BaseException:
@@ -81,55 +83,113 @@ class Client:
     async def __aexit__(self, *exc_info):
         await self.close()
 
-    # --- Which era the server speaks (spec: basic/versioning) ---
+    async def start(self):
+        """Start the server, with one reader for its stdout and one for its stderr."""
+        pipe = asyncio.subprocess.PIPE
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.command, stdin=pipe, stdout=pipe, stderr=pipe, env=self.env, cwd=self.cwd)
+        except OSError as e:
+            raise ConnectionError(f"cannot start the MCP server {self.command[0]!r}: {e}") from e
+        self.stderr_task = asyncio.ensure_future(self.read_stderr())
+        self.reader_task = asyncio.ensure_future(self.read_messages())
+
+    # --- Which era the server speaks (spec: basic/versioning, Backward Compatibility) ---
 
     async def connect(self):
-        """Probe with server/discover: a DiscoverResult or a modern error means 2026-07-28. Any
-        other error, or silence, means a legacy server: fall back to the initialize handshake.
-        legacy=True skips the probe and opens with the handshake, as legacy-era hosts do."""
+        """server/discover first: a DiscoverResult naming a version we speak means 2026-07-28.
+        Silence, an error a legacy server gives, an answer that is not MCP, or a result with no
+        usable supportedVersions (lenient legacy servers answer {} to any method) mean a legacy
+        server: the initialize handshake. legacy=True skips the probe, as legacy-era hosts do."""
         self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
-        ours = MODERN_VERSIONS + LEGACY_VERSIONS
-        try:
-            if self.legacy:
-                raise TimeoutError
-            found = await self.request("server/discover", timeout=self.probe_timeout)
-            offered = as_list(found.get("supportedVersions"))
-            common = [version for version in MODERN_VERSIONS if version in offered]
-            if common:
-                self.protocol_version = common[-1]
-                self.capabilities = as_dict(found.get("capabilities"))
-                self.server_info = as_dict(as_dict(found.get("_meta")).get(META + "serverInfo"))
-                return
-            if not any(version in LEGACY_VERSIONS for version in offered):
-                raise MCPError(UNSUPPORTED_VERSION, "no version in common", {"supported": offered})
-        except MCPError as e:
-            if e.code == UNSUPPORTED_VERSION:  # modern, but no version in common: no fallback
-                theirs = as_dict(e.data).get("supported")
-                raise MCPError(e.code, f"the server speaks {theirs}; we speak {ours}") from None
-        except TimeoutError:
-            pass
+        if not self.legacy and await self.discover():
+            return
         self.era = "legacy"
         result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
                                     "capabilities": {}, "clientInfo": self.client_info})
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in LEGACY_VERSIONS:
-            raise MCPError(UNSUPPORTED_VERSION, f"the server offers protocol "
-                                                f"{self.protocol_version!r}; we speak {ours}")
+            offered = f"the server offers protocol {self.protocol_version!r}"
+            raise MCPError(UNSUPPORTED_VERSION, f"{offered}; we speak {OUR_VERSIONS}")
         self.capabilities = as_dict(result.get("capabilities"))
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
 
-    # --- Requests and their answers ---
+    async def discover(self):
+        """True for a modern server that speaks a version of ours, False for a legacy one. A
+        modern server with none of ours (-32022, or only versions newer than ours) is an MCPError:
+        falling back would not help."""
+        try:
+            found = await self.request("server/discover", timeout=self.probe_timeout)
+        except MCPError as e:
+            if e.code != UNSUPPORTED_VERSION:  # an error a legacy server gives
+                return False
+            found = {"refused": as_dict(e.data).get("supported")}
+        except (TimeoutError, ConnectionError):  # silence, or an answer that is not MCP
+            return False
+        offered = as_list(found.get("supportedVersions", found.get("refused")))
+        common = [version for version in MODERN_VERSIONS if version in offered]
+        if common and "refused" not in found:
+            self.protocol_version = common[-1]
+            self.capabilities = as_dict(found.get("capabilities"))
+            self.server_info = as_dict(as_dict(found.get("_meta")).get(META + "serverInfo"))
+            return True
+        newer = [v for v in offered if isinstance(v, str) and v > LEGACY_VERSIONS[-1]]  # dates
+        if "refused" in found or newer and not any(v in LEGACY_VERSIONS for v in offered):
+            theirs = f"the server speaks {offered}"
+            raise MCPError(UNSUPPORTED_VERSION, f"{theirs}; we speak {OUR_VERSIONS}")
+        return False
+
+    # --- What the server offers (spec: server/tools, server/resources, server/prompts) ---
 
     async def list_tools(self):
         """Every tool, following pagination: a list of tool dicts exactly as on the wire."""
-        tools, cursors = [], [None]
-        while True:
-            page = await self.request("tools/list", {"cursor": cursors[-1]} if cursors[-1] else {})
-            tools += [tool for tool in as_list(page.get("tools")) if isinstance(tool, dict)]
-            if not page.get("nextCursor") or page["nextCursor"] in cursors:  # no page twice
-                return tools
+        return await self.list_all("tools/list", "tools")
+
+    async def list_resources(self):
+        """Every resource: dicts with uri, name, and maybe title, description, mimeType, size."""
+        return await self.list_all("resources/list", "resources")
+
+    async def list_resource_templates(self):
+        """Every resource template: dicts with uriTemplate (RFC 6570, e.g. docs://{name}), name."""
+        return await self.list_all("resources/templates/list", "resourceTemplates")
+
+    async def list_prompts(self):
+        """Every prompt: dicts with name, description, arguments [{name, description, required}]."""
+        return await self.list_all("prompts/list", "prompts")
+
+    async def list_all(self, method, key):
+        """The items of every page of a list (spec: utilities/pagination). nextCursor is followed
+        until it ends or repeats: no page is asked for twice, and MAX_PAGES at most."""
+        items, cursors = [], [None]
+        while len(cursors) <= MAX_PAGES:
+            page = await self.request(method, {"cursor": cursors[-1]} if cursors[-1] else {})
+            items += [item for item in as_list(page.get(key)) if isinstance(item, dict)]
+            if not page.get("nextCursor") or page["nextCursor"] in cursors:
+                return items
             cursors.append(page["nextCursor"])
+        raise ConnectionError(f"{method}: more than {MAX_PAGES} pages; the server is broken")
+
+    async def read_resource(self, uri):
+        """{"contents": [{"uri", "mimeType", and "text" or "blob" (base64)}, ...]}."""
+        return await self.request("resources/read", {"uri": uri})
+
+    async def get_prompt(self, name, arguments=None):
+        """{"description", "messages": [{"role", "content"}, ...]}; argument values are strings."""
+        return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
+
+    async def complete(self, ref, argument_name, value, context_arguments=None):
+        """Suggested values for one argument (spec: utilities/completion): {"completion":
+        {"values": [...], "total", "hasMore"}}. ref says whose argument it is, as on the wire:
+        {"type": "ref/prompt", "name": "greet"}, or {"type": "ref/resource", "uri":
+        "docs://{name}"} for a variable of a resource template. context_arguments: the values
+        already chosen for its other arguments."""
+        params = {"ref": ref, "argument": {"name": argument_name, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": context_arguments}
+        return await self.request("completion/complete", params)
+
+    # --- Requests and their answers ---
 
     async def call_tool(self, name, arguments=None, timeout=None, on_progress=None):
         """The CallToolResult dict. on_progress(progress, total, message) sees progress."""
@@ -262,7 +322,11 @@ class Client:
         """The server is gone or broken: every waiting request fails at once, with its last
         words."""
         await asyncio.wait([self.stderr_task], timeout=1.0)  # they are often on their way
-        self.failure = reason + self.last_words()
+        self.fail_waiting(reason + self.last_words())
+
+    def fail_waiting(self, reason):
+        """Every request still waiting fails with the first reason given; so do later ones."""
+        self.failure = self.failure or reason
         for future in self.pending.values():
             if not future.done():
                 future.set_exception(ConnectionError(self.failure))
@@ -292,10 +356,7 @@ class Client:
             task.cancel()
         self.process._transport.close()  # our ends of its pipes: asyncio has no public way
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
-        self.failure = self.failure or "the MCP client was closed while this request waited"
-        for future in self.pending.values():  # nobody will answer them now
-            if not future.done():
-                future.set_exception(ConnectionError(self.failure))
+        self.fail_waiting("the MCP client was closed while this request waited")  # none will answer
 
 
 # An oversized answer is skipped unread; its id is found at its start, where servers put it.
@@ -312,6 +373,10 @@ def as_list(value):
 
 # === The client over Streamable HTTP (mcp_http.py has the server side) ===
 
+RESUME_TRIES = 5  # GETs that resume one request's SSE stream, at most
+RETRY_MS, MAX_RETRY_MS = 1000, 10_000  # the wait before each: when the server names none; at most
+
+
 class HTTPClient(Client):
     """Client over Streamable HTTP: HTTPClient("http://127.0.0.1:8000/mcp"). Each message is its
     own POST on a new connection. Answers and progress reach the waiting request as on stdio. A
@@ -319,27 +384,29 @@ class HTTPClient(Client):
 
     def __init__(self, url, **options):
         super().__init__(url, **options)
-        self.url = urllib.parse.urlsplit(url)
-        if self.url.scheme not in ("http", "https") or not self.url.hostname:
-            raise ValueError(f"not an http:// or https:// URL: {url!r}")
-        self.session_id, self.posts, self.tool_schemas = None, {}, {}
-        self.session_lock = asyncio.Lock()
-        self.replies = set()  # posts of our answers to the server's requests, held until done
-
-    async def __aenter__(self):
         try:
-            await self.connect()  # Client.connect: a modern server/discover first, else initialize
-        except BaseException:
-            await self.close()
-            raise
-        return self
+            self.url = urllib.parse.urlsplit(url)
+            self.port = self.url.port or (443 if self.url.scheme == "https" else 80)
+        except ValueError as e:  # "http://[::1", or a port that is not a number up to 65535
+            raise ValueError(f"{url!r} is not a URL ({e})") from None
+        if self.url.scheme not in ("http", "https") or not self.url.hostname:
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        # replies: the posts of our answers to the server's requests, held until they are done
+        self.session_id, self.posts, self.tool_schemas, self.replies = None, {}, {}, set()
+        self.session_lock = asyncio.Lock()
+
+    async def start(self):
+        """Nothing to start: the server runs already, at the URL."""
 
     async def list_tools(self):
         tools = await super().list_tools()
-        self.tool_schemas = {tool["name"]: tool.get("inputSchema", {}) for tool in tools}
+        self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
         return tools  # the schemas say which arguments travel as Mcp-Param headers too
 
     async def write(self, message):
+        """Each message is its own POST, in a task of its own; a request's answer completes its
+        future. A notification's POST is waited for (so `initialized` comes first), but no longer
+        than probe_timeout: a server that never answers it cannot hold the client."""
         self.call_back(self.trace, "→", encode(message).decode().rstrip("\n"))
         if message.get("method") == "notifications/cancelled":
             post = self.posts.get(message["params"]["requestId"])
@@ -347,17 +414,11 @@ class HTTPClient(Client):
                 post.cancel()
             if self.era == "modern":
                 return
-            # Waited for, within probe_timeout: a server that never answers this POST held back
-            # the TimeoutError of the request being cancelled for good. close() ends the POST.
-            key = ("cancelled", message["params"]["requestId"])
-            task = self.posts[key] = asyncio.ensure_future(self.post(message))
-            task.add_done_callback(lambda _: self.posts.pop(key, None))
+        key = message["id"] if "id" in message else object()  # a notification: a key of its own
+        task = self.posts[key] = asyncio.ensure_future(self.post(message))
+        task.add_done_callback(lambda _: self.posts.pop(key, None))
+        if "id" not in message:
             await asyncio.wait([task], timeout=self.probe_timeout)
-            return
-        if "id" not in message:  # a notification: sent before anything else, so `initialized` first
-            return await self.post(message)
-        task = self.posts[message["id"]] = asyncio.ensure_future(self.post(message))
-        task.add_done_callback(lambda _: self.posts.pop(message["id"], None))
 
     def headers_for(self, message):
         headers = {"Content-Type": "application/json",
@@ -374,33 +435,56 @@ class HTTPClient(Client):
 
     async def post(self, message, retry=True):
         """POST one message and hand on what comes back: one JSON body, or the events of an SSE
-        stream. Whatever goes wrong fails this message's request only."""
+        stream. Whatever goes wrong fails this message's request only.
+
+        Spec 2025-11-25, Resumability and Redelivery: a server may end a request's SSE stream
+        before the answer, once an event carried an id. The client waits the stream's `retry`
+        delay, then asks for the rest with a GET and Last-Event-ID, RESUME_TRIES times at most.
+        (2026-07-28 streams are not resumable.)"""
         request_id = message.get("id") if "method" in message else None  # None: not a request
-        session_id = self.session_id
+        session_id, stream = self.session_id, {}  # stream: how far its SSE events have got
+        method, headers, body = "POST", self.headers_for(message), encode(message)
         try:
-            port = self.url.port or (443 if self.url.scheme == "https" else 80)
-            reader, writer = await asyncio.open_connection(
-                self.url.hostname, port, limit=mcp_http.MAX_HEADER_BYTES,
-                ssl=self.url.scheme == "https")
-            try:
-                headers, body = self.headers_for(message), encode(message)
-                status, got = await http_request(reader, writer, self.url, headers, body)
-                if status == 404 and session_id and request_id is not None and retry:
-                    await self.new_session(session_id)  # the spec: that session is gone
-                    return await self.post(message, retry=False)
-                if message.get("method") == "initialize" and "mcp-session-id" in got:
-                    self.session_id = got["mcp-session-id"]
-                async for data in reply_messages(reader, got, self.max_message_bytes):
-                    if self.receive(data, request_id, status):
+            for _ in range(1 + RESUME_TRIES):
+                reader, writer = await asyncio.open_connection(
+                    self.url.hostname, self.port, ssl=self.url.scheme == "https",
+                    limit=mcp_http.MAX_HEADER_BYTES)
+                try:
+                    status, got = await http_request(reader, writer, self.url, method, headers,
+                                                     body)
+                    if status == 404 and session_id and request_id is not None and retry:
+                        await self.new_session(session_id)  # the spec: that session is gone
+                        return await self.post(message, retry=False)
+                    if message.get("method") == "initialize" and "mcp-session-id" in got:
+                        self.session_id = got["mcp-session-id"]
+                    if await self.read_reply(reader, got, status, request_id, stream):
                         return  # the answer: nothing more is owed, so hang up, as the SDK does
-            finally:
-                writer.close()
-            if request_id is not None:  # fails the request now, not at its timeout
-                raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
+                finally:
+                    writer.close()
+                if self.era != "legacy" or "id" not in stream:  # fails it now, not at its timeout
+                    raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
+                await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
+                method, body = "GET", b""
+                headers = {**self.headers_for({}), "Last-Event-ID": stream["id"]}
+            raise ConnectionError(f"request {request_id}: its SSE stream ended {1 + RESUME_TRIES} "
+                                  "times before the answer; the client stopped resuming it")
         except Exception as e:  # a broken reply fails its request, never the client
             future = self.pending.get(request_id)
-            if future and not future.done():
-                future.set_exception(ConnectionError(f"HTTP request failed: {e}"))
+            if future and not future.done():  # our ConnectionErrors say what is wrong already
+                ours = type(e) is ConnectionError
+                future.set_exception(e if ours else ConnectionError(f"HTTP request failed: {e}"))
+
+    async def read_reply(self, reader, headers, status, request_id, stream):
+        """Hand each message of a reply to receive(); True once nothing more is owed: the answer
+        to request_id came, or the reply was to a notification or a response."""
+        kind = headers.get("content-type", "").partition(";")[0].strip()
+        if request_id is not None and kind not in ("", "application/json", "text/event-stream"):
+            raise ConnectionError(f"{self.url.geturl()} did not answer as an MCP server "
+                                  f"(HTTP {status}, {kind})")
+        async for data in reply_messages(reader, headers, self.max_message_bytes, stream):
+            if self.receive(data, request_id, status):
+                return True
+        return request_id is None
 
     async def new_session(self, ended):
         """After a 404 for session `ended`: a fresh initialize, once, shared by the requests that
@@ -431,28 +515,29 @@ class HTTPClient(Client):
     async def close(self):
         for task in list(self.posts.values()):
             task.cancel()
-        self.failure = "the client was closed"
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(ConnectionError(self.failure))
+        self.fail_waiting("the client was closed")
 
 
 def too_big(size, limit):
     return ConnectionError(f"the reply is {size} bytes, over the {limit}-byte max_message_bytes")
 
 
-async def http_request(reader, writer, url, headers, body):
-    """POST on a new connection; returns the response's status and lower-case headers."""
+async def http_request(reader, writer, url, method, headers, body=b""):
+    """Send one request; returns the response's status and lower-case headers."""
     target = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    lines = [f"POST {target} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}",
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {url.netloc.rpartition('@')[2]}",
              f"Content-Length: {len(body)}", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
     while True:  # interim 1xx responses (100 Continue, 103 Early Hints) may come first: skipped
-        status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
+        try:
+            status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, mcp_http.HTTPError):
+            status_line, got = "", {}  # it closed, or sent something else than an HTTP head
         status = status_line.partition(" ")[2][:3]
         if not (status_line.startswith("HTTP/") and status.isdigit()):
-            raise ConnectionError(f"no HTTP response from {url.netloc}")
+            raise ConnectionError(f"{url.geturl()} did not answer as an MCP server "
+                                  "(no HTTP response)")
         if not status.startswith("1"):
             return int(status), got
 
@@ -474,20 +559,27 @@ async def body_pieces(reader, headers, limit):
             yield piece
 
 
-async def reply_messages(reader, headers, limit):
-    """The messages of a response body: the data of each SSE event, or the one JSON body. None may
-    pass `limit` bytes: an endless body fails instead of filling memory."""
+async def reply_messages(reader, headers, limit, stream):
+    """The messages of a response body: the one JSON body, or the data of each SSE event. The
+    last event id and retry delay (ms) an SSE stream sends go into `stream`, for resuming it.
+    None may pass `limit` bytes: an endless body fails instead of filling memory."""
     sse = headers.get("content-type", "").startswith("text/event-stream")
     rest, data = b"", []
     async for piece in body_pieces(reader, headers, limit):
         *lines, rest = (rest + piece).split(b"\n") if sse else [rest + piece]  # JSON: one message
         for line in lines:
-            line = line.rstrip(b"\r")
-            if not line and data:  # a blank line ends an event
-                yield b"\n".join(data)
+            field, _, value = line.rstrip(b"\r").partition(b":")
+            value = value.removeprefix(b" ")
+            if not field and not value:  # a blank line ends an event; a priming event has no data
+                if any(data):
+                    yield b"\n".join(data)
                 data = []
-            elif line.startswith(b"data:"):  # comments and other fields are skipped
-                data.append(line[5:].removeprefix(b" "))
+            elif field == b"data":
+                data.append(value)
+            elif field == b"id" and value.isascii() and value.decode().isprintable():
+                stream["id"] = value.decode()  # it goes back in a header: no control characters
+            elif field == b"retry" and value.isdigit() and len(value) < 10:
+                stream["retry"] = int(value)
         if len(rest) + sum(map(len, data)) > limit:
             raise too_big(f"more than {limit}", limit)
     if rest and not sse:
@@ -495,42 +587,250 @@ async def reply_messages(reader, headers, limit):
 
 
 # === The demo: python client.py ===
+#
+# main(), at the end, reads the command line and runs demo(): one conversation, a function per
+# step. interactive() keeps one conversation open for many questions. The small helpers they
+# share come last.
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_QUESTION = "can I bring a dog"
 WAITING_NOTE_AFTER = 1.0  # seconds without an answer before the terminal hears why
 MAX_QUESTION_CHARS = 10_000  # per stdin line; the server itself takes 1,000
-SHUTDOWN_SECONDS = 15  # closing waits 2 s per step (EOF, SIGTERM, SIGKILL): this bounds it all
+SHOWN = 3  # resources, templates and prompts shown in step 2; the rest are counted
 
-ERA_NOTES = {
-    "modern": "stateless: no handshake, every request carries its protocol version in _meta",
-    "legacy": "initialize handshake, then the notifications/initialized notification",
-}
+
+async def demo(client, label, question, top_k, python_note=None):
+    """One conversation, step by step: connect, see what the server offers, search once."""
+    print(f"[1] connect: {label} and open the conversation")
+    if python_note:
+        field("python", python_note)
+    async with client:
+        info = client.server_info
+        field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
+        field("protocol", client.protocol_version)
+        modern = "stateless: no handshake, every request carries its protocol version in _meta"
+        legacy = "initialize handshake, then the notifications/initialized notification"
+        field("era", f"{client.era} ({modern if client.era == 'modern' else legacy})")
+        tools = await show_offer(client)
+        arguments = search_arguments(tools, question, top_k)
+        if arguments is None:
+            print("\n(no tool called search with a query argument: stopping after the listing)")
+            return 0
+        return await show_search(client, arguments)
+
+
+async def show_offer(client):
+    """Step 2: the server's tools, with their arguments; then its resources, resource templates
+    and prompts, if its capabilities say it has them. Returns the tools."""
+    methods = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"]
+    # tools/list always; the others if the capability that starts their name is offered
+    methods = [m for m in methods if m == "tools/list" or m.split("/")[0] in client.capabilities]
+    print(f"\n[2] {', '.join(methods)}")
+    tools = await client.list_tools()
+    for tool in tools:
+        print(f"    {tool.get('name')}: {first_line(tool.get('description'))}")
+        print(f"        arguments: {describe_arguments(as_dict(tool.get('inputSchema')))}")
+    if "resources/list" in methods:
+        show_some("resources", await client.list_resources(), describe_resource)
+        show_some("resource templates", await client.list_resource_templates(), describe_resource)
+    if "prompts/list" in methods:
+        show_some("prompts", await client.list_prompts(), describe_prompt)
+    return tools
+
+
+async def show_search(client, arguments):
+    """Step 3: call the search tool; show what its result holds, then its text."""
+    print(f"\n[3] tools/call search {json.dumps(arguments, ensure_ascii=False)}", flush=True)
+    started = time.perf_counter()
+    result = await call_search(client, arguments)
+    content = result.get("content", [])
+    field("isError", result.get("isError", False))
+    kinds = ", ".join(block.get("type", "?") for block in content) or "-"
+    field("content", f"{len(content)} block(s), type {kinds}")
+    if "structuredContent" in result:
+        field("structured", "keys " + ", ".join(result["structuredContent"]))
+    field("time", f"{milliseconds(started)} (a first search also waits for the model to load)")
+    print()
+    print_content(result, "    ")
+    return 1 if result.get("isError") else 0
+
+
+async def call_search(client, arguments):
+    """client.call_tool("search", ...), saying on stderr why, when the answer is slow to come: a
+    first search waits for server.py to load its embedding model, about 5 s."""
+    call = asyncio.ensure_future(client.call_tool("search", arguments))
+    try:
+        if not (await asyncio.wait([call], timeout=WAITING_NOTE_AFTER))[0]:
+            print("    waiting for the answer (a first search may wait while the server loads its "
+                  "model)", file=sys.stderr, flush=True)
+        return await call
+    finally:
+        call.cancel()  # a no-op once it is done; else the session is being cut short
+
+
+# --- --interactive: one server, many questions ---
+
+def interactive(client, top_k):
+    """Answer questions from stdin, one per line, with one server; an empty line, the end of
+    input or Ctrl-C ends. The event loop runs while a question is answered; stdin is read in
+    between, in the main thread, so Ctrl-C lands there (or cancels the answer on its way), and
+    the server is closed on the way out."""
+    with asyncio.Runner() as runner:
+        runner.run(client.__aenter__())
+        try:
+            tools = runner.run(client.list_tools())
+            info = client.server_info
+            note(f"connected to {info.get('name', '?')} {info.get('version', '')} "
+                 f"({client.protocol_version}). One question per line; "
+                 "an empty line or Ctrl-D ends.")
+            while question := read_question():
+                started = time.perf_counter()
+                result = runner.run(call_search(client, search_arguments(tools, question, top_k)))
+                print_content(result)
+                print(f"(answered in {milliseconds(started)})\n", flush=True)
+            return 0
+        finally:
+            runner.run(client.close())
+
+
+def read_question():
+    """The next line of stdin, stripped ("" at the end of input). A terminal gets a prompt."""
+    prompt = "question> " if sys.stdin.isatty() else ""
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline(MAX_QUESTION_CHARS)
+    if not line and prompt:
+        print()  # Ctrl-D leaves the cursor after the prompt
+    return line.strip()
+
+
+# --- The command line ---
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Show an MCP conversation, step by step.")
+    parser.add_argument("question", nargs="?", help=f"what to ask (default: {DEFAULT_QUESTION!r})")
+    parser.add_argument("--top-k", type=int, default=3, help="passages to ask for (default: 3)")
+    parser.add_argument("--index", default="index", help="server.py's index (default: index)")
+    parser.add_argument("--interactive", action="store_true", help="one question per line")
+    parser.add_argument("--trace", action="store_true", help="show every JSON line: → sent, ← got")
+    parser.add_argument("--legacy", action="store_true", help="open with initialize (2025-11-25)")
+    parser.add_argument("--url", help="a Streamable HTTP server, e.g. http://127.0.0.1:8000/mcp")
+    parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
+                        help="another stdio MCP server's command (all that follows)")
+    # A stdout or stderr closed by the caller (`client.py >&-`) is None to Python, and .flush() on
+    # it failed the run: it becomes /dev/null. That also takes the free descriptor, so no pipe to
+    # the server can land on fd 1 or 2.
+    sys.stdout = sys.stdout or open(os.devnull, "w")
+    sys.stderr = sys.stderr or open(os.devnull, "w")
+    args = parser.parse_args(argv)
+    if args.server == []:
+        parser.error("--server needs the command that starts the server")
+    if args.interactive and args.question is not None:
+        parser.error("--interactive reads its questions from stdin: leave out the question")
+    if not (args.url or args.server or args.index):  # Path("") is the current folder
+        parser.error("--index is an empty string; give it the index folder (default: index)")
+    stdout_lost = []
+
+    def trace(direction, line):
+        try:
+            print(f"{direction} {line}", flush=True)
+        except BrokenPipeError:  # the client would log it and go on: the rest goes nowhere
+            stdout_gone()
+            stdout_lost.append(True)
+
+    options = {"trace": trace if args.trace else None, "legacy": args.legacy}
+    python_note = None
+    if args.url is not None:
+        try:
+            client, label = HTTPClient(args.url, **options), f"reach {args.url}"
+        except ValueError as e:  # HTTPClient checks the URL
+            parser.error(f"--url {e}; e.g. http://127.0.0.1:8000/mcp")
+    elif args.server:
+        client, label = Client(args.server, **options), f"start `{' '.join(args.server)}`"
+    elif not (Path(args.index) / "manifest.json").is_file():  # say so before starting server.py
+        note(f"error: no search index in {args.index}/; run `make index` first")
+        return 1
+    else:
+        python, shown, python_note = server_python()
+        client = Client([python, str(HERE / "server.py"), "--index", args.index], **options)
+        label = f"start `{shown} server.py --index {args.index}`"
+
+    question = DEFAULT_QUESTION if args.question is None else args.question
+    try:
+        if args.interactive:
+            if python_note:
+                note(f"server.py runs on {python_note}")
+            code = interactive(client, args.top_k)
+        else:
+            code = asyncio.run(demo(client, label, question, args.top_k, python_note))
+        sys.stdout.flush()  # here, where a reader that left is handled, not at exit
+        return 1 if stdout_lost else code
+    except BrokenPipeError:  # a ConnectionError too, but ours: stdout's reader left
+        stdout_gone()
+        return 1
+    except (ConnectionError, MCPError, TimeoutError) as e:
+        note(f"error: {e}")
+        return 1
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # the terminal shows ^C; the shell prompt gets a line of its own
+        return 130
+
+
+# --- Small helpers of the demo ---
+
+def search_arguments(tools, question, top_k):
+    """The arguments for a search tool with a query argument, or None if the server has none."""
+    search = next((tool for tool in tools if tool.get("name") == "search"), {})
+    properties = as_dict(as_dict(search.get("inputSchema")).get("properties"))
+    if "query" not in properties:
+        return None
+    return {"query": question, "top_k": top_k} if "top_k" in properties else {"query": question}
 
 
 def describe_arguments(input_schema):
     """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema."""
-    properties = input_schema.get("properties", {})
-    required = input_schema.get("required", [])
-    parts = []
-    for name, schema in properties.items():
+    required, parts = as_list(input_schema.get("required")), []
+    for name, schema in as_dict(input_schema.get("properties")).items():
         options = [option.get("type", "?") for option in schema.get("anyOf", [])]
         kind = schema.get("type") or " | ".join(options)
-        if name in required:
-            parts.append(f"{name} ({kind}, required)")
-        elif "default" in schema:
-            parts.append(f"{name} ({kind}, default {json.dumps(schema['default'])})")
-        else:
-            parts.append(f"{name} ({kind}, optional)")
+        how = "required" if name in required else "optional"
+        if "default" in schema and name not in required:
+            how = f"default {json.dumps(schema['default'])}"
+        parts.append(f"{name} ({kind}, {how})")
     return ", ".join(parts) or "none"
 
 
+def show_some(title, items, describe):
+    """How many there are, the first SHOWN of them, and a line for the rest."""
+    print(f"    {title}: {len(items)}")
+    for item in items[:SHOWN]:
+        print(f"        {describe(item)}")
+    if len(items) > SHOWN:
+        print(f"        ... and {len(items) - SHOWN} more")
+
+
+def describe_resource(resource):
+    """'docs://faq.txt: The cafe's FAQ' for a resource; a template shows its uriTemplate."""
+    what = first_line(resource.get("description")) or resource.get("title") or resource.get("name")
+    return f"{resource.get('uri') or resource.get('uriTemplate')}: {what}"
+
+
+def describe_prompt(prompt):
+    """'greet(name, [style]): Say hello.': its arguments, the optional ones in brackets."""
+    arguments = [as_dict(argument) for argument in as_list(prompt.get("arguments"))]
+    names = [str(a.get("name")) if a.get("required") else f"[{a.get('name')}]" for a in arguments]
+    return f"{prompt.get('name')}({', '.join(names)}): {first_line(prompt.get('description'))}"
+
+
+def print_content(result, prefix=""):
+    """Each content block of a tool's result: its text, each line after `prefix`."""
+    for block in result.get("content", []):
+        kind = block.get("type")
+        text = str(block.get("text", "")) if kind == "text" else f"<{kind} block>"
+        print("\n".join(prefix + line if line else "" for line in text.splitlines()))
+
+
 def first_line(text):
-    return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
-
-
-def indent(text, prefix="    "):
-    return "\n".join(prefix + line if line else "" for line in text.splitlines())
+    return next((line.strip() for line in str(text or "").splitlines() if line.strip()), "")
 
 
 def field(label, value):
@@ -545,356 +845,27 @@ def note(message):
     print(f"client.py: {message}", file=sys.stderr, flush=True)
 
 
-def plug_closed_streams():
-    """A stdout or stderr closed by the caller (`client.py >&-`) is None to Python, and .flush()
-    or .isatty() on it failed the run: it becomes /dev/null. That also takes the free descriptor,
-    so no pipe to the server can land on fd 1 or 2."""
-    for name in ("stdout", "stderr"):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w"))
+def server_python(project=HERE):
+    """(interpreter path, how to show it, why it was chosen) for starting server.py: the
+    project's .venv, where `make install` puts server.py's packages, else this Python.
+
+    Starting the server with the project's .venv, rather than re-running this client under
+    it, keeps the client on whatever Python the user typed: it needs no packages itself.
+    """
+    python = project / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if python.exists():
+        shown = python.relative_to(project).as_posix()
+        return str(python), shown, f"{shown}, the project's virtualenv (server.py's packages)"
+    version = sys.version.split()[0]
+    return (sys.executable, "python",
+            f"this Python ({version}): there is no .venv here; `make install` makes one")
 
 
 def stdout_gone():
     """The reader of stdout has left (`client.py | head -1`): the rest goes to /dev/null, so
     neither the run nor Python's last flush at exit reports a broken pipe."""
     with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def url_problem(url):
-    """Why --url cannot be reached over HTTP, or None."""
-    example = "e.g. http://127.0.0.1:8000/mcp"
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # ValueError for a port that is not a number from 0 to 65535
-    except ValueError as e:
-        return f"--url {url!r} is not a URL ({e}); {example}"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"--url {url!r} is not an http:// or https:// URL; {example}"
-    return None
-
-
-# ----------------------------------------------------------------------------
-# Which Python runs server.py
-
-def venv_python(project=HERE):
-    """The project's virtualenv Python, where `make install` puts server.py's packages."""
-    if os.name == "nt":
-        return project / ".venv" / "Scripts" / "python.exe"
-    return project / ".venv" / "bin" / "python"
-
-
-def server_python(project=HERE):
-    """(interpreter path, how to show it, why it was chosen) for starting server.py.
-
-    Starting the server with the project's .venv, rather than re-running this client under
-    it, keeps the client on whatever Python the user typed: it needs no packages itself.
-    """
-    python = venv_python(project)
-    if python.exists():
-        shown = python.relative_to(project).as_posix()
-        return str(python), shown, f"{shown}, the project's virtualenv (server.py's packages)"
-    version = ".".join(map(str, sys.version_info[:3]))
-    return (sys.executable, "python",
-            f"this Python ({version}): there is no .venv here; `make install` makes one")
-
-
-def connect(command, trace, legacy):
-    """The client for a server: a command to start (stdio) or a URL (Streamable HTTP)."""
-    if isinstance(command, str):  # a URL: Streamable HTTP
-        return HTTPClient(command, trace=trace, legacy=legacy)
-    return Client(command, trace=trace, legacy=legacy)
-
-
-# ----------------------------------------------------------------------------
-# Waiting for an answer, out loud
-
-def search_arguments(tools, question, top_k):
-    """The arguments for a search tool with a query argument, or None if the server has none."""
-    search = next((tool for tool in tools if tool["name"] == "search"), None)
-    properties = (search or {}).get("inputSchema", {}).get("properties", {})
-    if "query" not in properties:
-        return None
-    arguments = {"query": question}
-    if "top_k" in properties:
-        arguments["top_k"] = top_k
-    return arguments
-
-
-async def call_search(client, arguments):
-    """client.call_tool("search", ...), telling the terminal when the answer is slow to come.
-
-    A first search waits for server.py to load its embedding model, about 5 s. After a
-    second of silence a line on stderr says so; on a terminal it counts the seconds and is
-    erased when the answer arrives. Progress the server reports is shown as it comes.
-    """
-    live = sys.stderr.isatty()
-    started = time.perf_counter()
-
-    def on_progress(progress, total, message):
-        done = f"{progress}/{total}" if total else f"{progress}"
-        text = f"    progress: {message or done}"
-        print(f"\r\033[K{text}" if live else text, end="" if live else "\n",
-              file=sys.stderr, flush=True)
-
-    call = asyncio.ensure_future(client.call_tool("search", arguments, on_progress=on_progress))
-    waited = False
-    try:
-        while not (await asyncio.wait([call], timeout=WAITING_NOTE_AFTER))[0]:
-            seconds = time.perf_counter() - started
-            reason = "a first search may wait while the server loads its model"
-            if live:
-                print(f"\r\033[K    waiting for the answer: {seconds:.0f} s ({reason})",
-                      end="", file=sys.stderr, flush=True)
-            elif not waited:
-                print(f"    waiting for the answer ({reason})", file=sys.stderr, flush=True)
-            waited = True
-    finally:
-        call.cancel()  # a no-op once it is done; else the session is being cut short
-    if waited and live:
-        print("\r\033[K", end="", file=sys.stderr, flush=True)
-    return call.result()
-
-
-# ----------------------------------------------------------------------------
-# The demo: each step of one conversation
-
-async def demo(command, label, question, top_k, trace, legacy=False, python_note=None):
-    if label.startswith(("http://", "https://")):
-        opening = f"reach {label}"
-    else:
-        opening = f"start `{label}`"
-    print(f"[1] connect: {opening} and open the conversation")
-    if python_note:
-        field("python", python_note)
-    started = time.perf_counter()
-    async with connect(command, trace, legacy) as client:
-        info = client.server_info or {}
-        field("server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip())
-        field("protocol", client.protocol_version)
-        field("era", f"{client.era} ({ERA_NOTES.get(client.era, '?')})")
-        field("offers", ", ".join(client.capabilities or {}) or "nothing")
-        field("time", f"{milliseconds(started)} (start the server, if ours to start, and connect)")
-
-        print("\n[2] tools/list")
-        started = time.perf_counter()
-        tools = await client.list_tools()
-        for tool in tools:
-            print(f"    {tool['name']}: {first_line(tool.get('description'))}")
-            print(f"        arguments: {describe_arguments(tool.get('inputSchema', {}))}")
-        field("time", milliseconds(started))
-
-        arguments = search_arguments(tools, question, top_k)
-        if arguments is None:
-            print("\n(no tool called search with a query argument: stopping after the listing)")
-            return 0
-
-        print(f"\n[3] tools/call search {json.dumps(arguments, ensure_ascii=False)}")
-        sys.stdout.flush()  # before any waiting line on stderr
-        started = time.perf_counter()
-        result = await call_search(client, arguments)
-        content = result.get("content", [])
-        field("isError", result.get("isError", False))
-        kinds = ", ".join(block.get("type", "?") for block in content) or "-"
-        field("content", f"{len(content)} block(s), type {kinds}")
-        if "structuredContent" in result:
-            field("structured", "keys " + ", ".join(result["structuredContent"]))
-        field("time", f"{milliseconds(started)} (a first search also waits for the model to load)")
-        print()
-        for block in content:
-            if block.get("type") == "text":
-                print(indent(block["text"]))
-            else:
-                print(f"    <{block.get('type')} block>")
-        if result.get("isError"):
-            return 1
-    return 0
-
-
-# ----------------------------------------------------------------------------
-# --interactive: one server, many questions
-#
-# The conversation runs on an event loop in a second thread; this thread reads stdin. So
-# Ctrl-C always lands here (Python delivers signals to the main thread), at a prompt or
-# while an answer is on its way, and cancelling the conversation closes the server.
-
-async def converse(command, label, top_k, trace, legacy, questions, turns, stopping):
-    """Answer each question from `questions` (None ends); put "ask" on `turns` when ready for
-    the next one, and the exit code when done."""
-    code = 1
-    try:
-        async with connect(command, trace, legacy) as client:
-            tools = await client.list_tools()
-            if search_arguments(tools, "", top_k) is None:
-                note(f"error: `{label}` has no tool called search with a query argument")
-                return
-            info = client.server_info or {}
-            note(f"connected to {info.get('name', '?')} {info.get('version', '')} "
-                 f"({client.protocol_version}). One question per line; "
-                 "an empty line or Ctrl-D ends.")
-            while True:
-                turns.put("ask")
-                question = await questions.get()
-                if question is None:
-                    break
-                await answer(client, search_arguments(tools, question, top_k))
-        code = 0
-    except BrokenPipeError:  # a ConnectionError too, but ours: stdout's reader left
-        stdout_gone()
-    except (ConnectionError, MCPError, TimeoutError) as e:
-        if not stopping.is_set():  # after Ctrl-C, a server gone is no news
-            note(f"error: {e}")
-    finally:
-        turns.put(code)
-
-
-async def answer(client, arguments):
-    started = time.perf_counter()
-    result = await call_search(client, arguments)
-    for block in result.get("content", []):
-        if block.get("type") == "text":
-            print(block["text"])
-        else:
-            print(f"<{block.get('type')} block>")
-    failed = " (the tool reported an error)" if result.get("isError") else ""
-    print(f"(answered in {milliseconds(started)}{failed})\n", flush=True)
-
-
-def read_question(prompt):
-    """The next line of stdin, stripped; None at the end of input."""
-    if prompt:  # a terminal: input() edits the line, and the terminal caps its length
-        try:
-            return input(prompt).strip()
-        except EOFError:
-            print()  # Ctrl-D leaves the cursor after the prompt
-            return None
-    line = sys.stdin.readline(MAX_QUESTION_CHARS)
-    if not line:
-        return None
-    if not line.endswith("\n"):  # too long to be a question: skip the rest of it
-        while (rest := sys.stdin.readline(MAX_QUESTION_CHARS)) and not rest.endswith("\n"):
-            pass
-    return line.strip()
-
-
-def interactive(command, label, top_k, trace, legacy):
-    """Ask questions from stdin, one per line, of one server; EOF, Ctrl-C or an empty line end."""
-    loop = asyncio.new_event_loop()
-    questions = asyncio.Queue()
-    turns = queue.SimpleQueue()
-    stopping = threading.Event()
-    session = loop.create_task(converse(command, label, top_k, trace, legacy,
-                                        questions, turns, stopping))
-
-    def run_session():
-        try:
-            loop.run_until_complete(session)
-        except asyncio.CancelledError:  # Ctrl-C: the server was closed on the way out
-            pass
-        finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-    thread = threading.Thread(target=run_session, name="mcp-conversation", daemon=True)
-    thread.start()
-    prompt = "question> " if sys.stdin.isatty() else ""
-    try:
-        while (turn := turns.get()) == "ask":
-            question = read_question(prompt)
-            loop.call_soon_threadsafe(questions.put_nowait, question or None)
-        code = turn
-    except KeyboardInterrupt:
-        stopping.set()
-        try:
-            loop.call_soon_threadsafe(session.cancel)
-        except RuntimeError:  # the loop is closed: the conversation has just ended by itself
-            pass
-        print(file=sys.stderr)  # the terminal shows ^C; the shell prompt gets a line of its own
-        code = 130
-    thread.join(SHUTDOWN_SECONDS)
-    return code
-
-
-# ----------------------------------------------------------------------------
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description="Show the MCP conversation with a stdio server, step by step.")
-    parser.add_argument("question", nargs="?", default=None,
-                        help=f"what to search for (default: {DEFAULT_QUESTION!r})")
-    parser.add_argument("--top-k", type=int, default=3, help="passages to ask for (default: 3)")
-    parser.add_argument("--index", default="index",
-                        help="index folder for server.py (default: index)")
-    parser.add_argument("--interactive", action="store_true",
-                        help="read questions from stdin, one per line, and answer each with the "
-                             "same server; an empty line, Ctrl-D or Ctrl-C ends")
-    parser.add_argument("--trace", action="store_true",
-                        help="print every JSON line sent (→) and received (←)")
-    parser.add_argument("--legacy", action="store_true",
-                        help="open with the initialize handshake (2025-11-25) instead of "
-                             "probing for 2026-07-28")
-    parser.add_argument("--url", help="talk Streamable HTTP to a server at this URL, "
-                                      "e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--server", nargs=argparse.REMAINDER, metavar="CMD",
-                        help="command of another stdio MCP server; everything after it "
-                             "belongs to that command")
-    plug_closed_streams()
-    args = parser.parse_args(argv)
-    if args.url is not None and url_problem(args.url):
-        parser.error(url_problem(args.url))
-    if args.server == []:
-        parser.error("--server needs the command that starts the server")
-    if args.interactive and args.question is not None:
-        parser.error("--interactive reads its questions from stdin: leave out the question")
-
-    python_note = None
-    if args.url:
-        command = label = args.url
-    elif args.server:
-        command = args.server
-        label = " ".join(args.server)
-    else:
-        if not args.index:  # Path("") is the current folder
-            parser.error("--index is an empty string; give it the index folder (default: index)")
-        # Our own server cannot search without an index: say so before starting it.
-        if not (Path(args.index) / "manifest.json").is_file():
-            note(f"error: no search index in {args.index}/; run `make index` first")
-            return 1
-        python, shown, python_note = server_python()
-        command = [python, str(HERE / "server.py"), "--index", args.index]
-        label = f"{shown} server.py --index {args.index}"
-
-    stdout_lost = []
-
-    def trace(direction, line):
-        try:
-            print(f"{direction} {line}", flush=True)
-        except BrokenPipeError:  # the client would log it and go on: the rest goes nowhere
-            stdout_gone()
-            stdout_lost.append(True)
-
-    trace = trace if args.trace else None
-    if args.interactive and python_note:
-        note(f"server.py runs on {python_note}")
-    question = DEFAULT_QUESTION if args.question is None else args.question
-    try:
-        if args.interactive:
-            code = interactive(command, label, args.top_k, trace, args.legacy)
-        else:
-            code = asyncio.run(demo(command, label, question, args.top_k, trace, args.legacy,
-                                    python_note))
-        sys.stdout.flush()  # here, where a reader that left is handled, not at exit
-        return 1 if stdout_lost else code
-    except BrokenPipeError:  # a ConnectionError too, but ours: stdout's reader left
-        stdout_gone()
-        return 1
-    except (ConnectionError, MCPError, TimeoutError) as e:
-        note(f"error: {e}")
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The official SDK's MCPServer with the same tools as tests/wire_server.py, for the interop tests:
-client.Client must get the same results from it as from our own server.
+client.Client must get the same results from it as from our own server. It also has a resource, a
+resource template, a prompt with arguments and completions for both, which client.Client must read.
 
     python tests/sdk_server.py
 """
@@ -7,6 +8,7 @@ import asyncio
 from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import Completion
 
 server = MCPServer("sdk-test", version="9.9.9")
 
@@ -58,6 +60,35 @@ async def hang() -> str:
     """Never return (until cancelled)."""
     await asyncio.sleep(3600)
     return "woke up"
+
+
+@server.resource("notes://readme", name="readme", description="What this server is for.",
+                 mime_type="text/plain")
+def readme() -> str:
+    return "The official SDK's server, for the interop tests."
+
+
+@server.resource("notes://{topic}", name="note", description="A note on one topic.",
+                 mime_type="text/plain")
+def note(topic: str) -> str:
+    return f"A note on {topic}."
+
+
+@server.prompt()
+def greet(name: str, style: str = "plain") -> str:
+    """Greet someone by name."""
+    return f"Say hello to {name}, in a {style} way."
+
+
+TOPICS = ["cake", "cats", "coffee"]  # what completion/complete offers for notes://{topic}
+STYLES = ["plain", "poetic"]  # and for greet's style
+
+
+@server.completion()
+async def complete(ref, argument, context):
+    """Topics for the notes://{topic} template, styles for the greet prompt; nothing else."""
+    known = {"topic": TOPICS, "style": STYLES}.get(argument.name, [])
+    return Completion(values=[value for value in known if value.startswith(argument.value)])
 
 
 if __name__ == "__main__":

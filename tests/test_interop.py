@@ -587,3 +587,49 @@ def test_a_server_that_ignores_eof_and_sigterm_is_killed(tmp_path):
 
 def test_the_module_under_test_is_the_repository_copy():
     assert Path(mcp_min.__file__).resolve() == ROOT / "mcp_min.py"
+
+
+# ---------------------------------------------------------------------------
+# Our Client reads the SDK server's resources, resource templates, prompts and completions,
+# in both eras (spec: server/resources, server/prompts, server/utilities/completion)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["modern", "legacy"])
+def test_our_client_reads_the_sdk_servers_resources_prompts_and_completions(legacy):
+    async def body():
+        async with Client(SDK_SERVER, cwd=ROOT, legacy=legacy) as client:
+            assert client.era == ("legacy" if legacy else "modern")
+            assert {"resources", "prompts", "completions"} <= set(client.capabilities)
+            assert await client.list_resources() == [{
+                "uri": "notes://readme", "name": "readme", "mimeType": "text/plain",
+                "description": "What this server is for."}]
+            assert await client.list_resource_templates() == [{
+                "uriTemplate": "notes://{topic}", "name": "note", "mimeType": "text/plain",
+                "description": "A note on one topic."}]
+            readme = await client.read_resource("notes://readme")
+            assert readme["contents"] == [{"uri": "notes://readme", "mimeType": "text/plain",
+                                           "text": "The official SDK's server, for the interop "
+                                                   "tests."}]
+            cats = await client.read_resource("notes://cats")  # through the template
+            assert cats["contents"][0]["text"] == "A note on cats."
+            with pytest.raises(MCPError) as unknown:
+                await client.read_resource("notes://a/b")  # no template matches a path
+            assert unknown.value.code == -32602
+
+            assert await client.list_prompts() == [{
+                "name": "greet", "description": "Greet someone by name.",
+                "arguments": [{"name": "name", "required": True},
+                              {"name": "style", "required": False}]}]
+            greeting = await client.get_prompt("greet", {"name": "Ada", "style": "poetic"})
+            assert greeting["messages"] == [{"role": "user", "content": {
+                "type": "text", "text": "Say hello to Ada, in a poetic way."}}]
+            with pytest.raises(MCPError):  # a required argument is missing
+                await client.get_prompt("greet")
+
+            topics = await client.complete({"type": "ref/resource", "uri": "notes://{topic}"},
+                                           "topic", "ca")
+            assert topics["completion"]["values"] == ["cake", "cats"]
+            styles = await client.complete({"type": "ref/prompt", "name": "greet"}, "style", "p",
+                                           context_arguments={"name": "Ada"})
+            assert styles["completion"]["values"] == ["plain", "poetic"]
+    run(body())
