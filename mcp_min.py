@@ -63,6 +63,13 @@ def encode(message):
     return (ENCODER.encode(message) + "\n").encode()
 
 
+def log(text):
+    """One line on stderr, for the operator. A host may have closed its end of stderr: then the
+    line is lost, but never the answer that was being sent."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)
+
+
 def encode_reply(message):
     """encode() for what a server sends, which must not fail. An answer that JSON cannot carry
     (NaN, a datetime, a set), or one over the size limit, becomes an error answer for the same id:
@@ -74,7 +81,7 @@ def encode_reply(message):
         problem = f"the answer is {len(line)} bytes, over the {MAX_MESSAGE_BYTES}-byte limit"
     except (ValueError, TypeError, RecursionError) as e:
         problem = str(e) or type(e).__name__
-    print(f"mcp_min: cannot send a message: {problem}", file=sys.stderr)
+    log(f"mcp_min: cannot send a message: {problem}")
     error = MCPError(INTERNAL_ERROR, f"Internal error: {problem}")
     return encode(error_response(message["id"], error)) if "id" in message else b""
 
@@ -342,7 +349,7 @@ class Server:
         except MCPError as e:
             return error_response(request_id, e)
         except Exception as e:  # the whole story for the operator (stderr), the gist for the client
-            traceback.print_exc()
+            log(traceback.format_exc().rstrip())
             error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}")
             return error_response(request_id, error)
 
@@ -398,8 +405,7 @@ class Server:
                 if context_param:  # a sync tool's thread runs on; it can see this and stop
                     arguments[context_param].cancelled = True
                 raise
-            with contextlib.suppress(OSError):  # a closed stderr must not lose the answer
-                traceback.print_exc()
+            log(traceback.format_exc().rstrip())
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
 
     def handle_notification(self, message, session):
@@ -472,7 +478,7 @@ class Server:
                 task.cancel()
                 error = MCPError(INTERNAL_ERROR, "Cancelled: the server is shutting down")
                 send(error_response(request_id, error))
-            print(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}", file=sys.stderr)
+            log(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}")
         writer.close()  # flushes what is buffered before the pipe closes
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
             await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)

@@ -4,6 +4,7 @@ answers. Spec: basic/transports/stdio, basic/utilities (ping, progress, cancella
 """
 import asyncio
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -189,6 +190,53 @@ def test_a_tool_that_ignores_its_cancellation_at_shutdown_is_answered_once(tmp_p
     assert out.decode().splitlines() == [
         '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,'
         '"message":"Cancelled: the server is shutting down"}}']
+
+
+
+BROKEN_TOOLS = """
+    mcp_min.SHUTDOWN_GRACE = 0.2
+    from mcp_min import ToolResult
+
+    @server.tool()
+    def not_json() -> ToolResult:
+        'An answer JSON cannot carry: the server logs why, and answers an error.'
+        return ToolResult('nan', {'value': float('nan')})
+
+    @server.tool()
+    def broken(text: str) -> str:
+        'A hand-written schema that breaks the server: its catch-all logs a traceback.'
+        return text
+    server.tools['broken'][1]['inputSchema']['properties'] = ['text']
+
+    @server.tool()
+    async def hang() -> str:
+        'Run until the shutdown cancels it, which the server logs.'
+        await asyncio.sleep(60)
+        return 'woke up'
+    """
+
+
+def test_a_closed_stderr_loses_no_answer_wherever_the_server_logs(tmp_path):
+    """Besides a failing tool's traceback (above), the server logs an answer it cannot encode, a
+    bug caught by its catch-all, and its shutdown. With stderr closed, each of those writes
+    raised in place of answering, and the last one made the exit status 1."""
+    proc = subprocess.Popen(script_server(tmp_path, BROKEN_TOOLS), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    proc.stderr.close()
+
+    def next_error():
+        assert select.select([proc.stdout], [], [], 10)[0], "no answer within 10 s"
+        answer = json.loads(proc.stdout.readline())
+        return answer["id"], answer["error"]
+    for request_id, name in enumerate(["not_json", "broken", "hang"]):
+        proc.stdin.write(call(request_id, name, {"text": "x"} if name == "broken" else {}))
+    answers = dict([next_error(), next_error()])
+    proc.send_signal(signal.SIGTERM)
+    answers.update([next_error()])
+    assert proc.wait(10) == 0
+    assert answers[0]["message"].startswith("Internal error: Out of range float values")
+    assert answers[1]["message"].startswith("Internal error: AttributeError")
+    assert answers[2]["message"] == "Cancelled: the server is shutting down"
 
 
 # --- The client: a server that floods stderr, raises in callbacks, or sends what it should not ---
