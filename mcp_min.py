@@ -280,8 +280,9 @@ def call_sync(func, arguments):
 
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
-    cancelled flag, which a sync tool can watch to stop early. For logs, write to stderr: MCP's
-    logging is deprecated since 2026-07-28, and hosts show a server's stderr."""
+    cancelled flag, set once the request is cancelled or answered: a sync tool, or a thread it
+    started, can watch it to stop early. For logs, write to stderr: MCP's logging is deprecated
+    since 2026-07-28, and hosts show a server's stderr."""
 
     def __init__(self, send, request_id, progress_token):
         self.send, self.request_id, self.progress_token = send, request_id, progress_token
@@ -290,8 +291,8 @@ class Context:
 
     def report_progress(self, progress, total=None, message=None):
         """notifications/progress, if the request carried a progressToken. Progress must increase.
-        Safe to call from the worker thread a sync tool runs in. Nothing is sent once the request
-        is cancelled (spec: cancellation)."""
+        Safe to call from any thread. Nothing is sent once the request is cancelled or answered
+        (spec: progress, cancellation)."""
         if self.progress_token is None or self.cancelled:
             return
         params = without_none({"progressToken": self.progress_token, "progress": progress,
@@ -300,8 +301,12 @@ class Context:
         if threading.get_ident() == self.loop_thread:
             self.send(notification)
         else:  # from a sync tool's thread: it waits a turn of the loop, so a flood stays flat
-            self.loop.call_soon_threadsafe(self.send, notification)
+            self.loop.call_soon_threadsafe(self.send_unless_cancelled, notification)
             asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(WRITE_TIMEOUT)
+
+    def send_unless_cancelled(self, notification):  # on the loop: the answer may have gone since
+        if not self.cancelled:
+            self.send(notification)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
@@ -402,11 +407,12 @@ class Server:
             # A CancelledError that nobody asked for (the tool awaited a cancelled task) fails the
             # call too: re-raised, it would leave the request without an answer, its id in use.
             if isinstance(e, asyncio.CancelledError) and asyncio.current_task().cancelling():
-                if context_param:  # a sync tool's thread runs on; it can see this and stop
-                    arguments[context_param].cancelled = True
                 raise
             log(traceback.format_exc().rstrip())
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
+        finally:  # a sync tool's thread may run on after a cancel, or a thread it started after
+            if context_param:  # the answer: they can see this and stop, and report nothing more
+                arguments[context_param].cancelled = True
 
     def handle_notification(self, message, session):
         """notifications/cancelled stops a request; no other notification needs anything."""

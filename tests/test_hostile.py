@@ -193,6 +193,57 @@ def test_a_tool_that_ignores_its_cancellation_at_shutdown_is_answered_once(tmp_p
 
 
 
+def test_progress_reported_after_the_call_ended_is_dropped(tmp_path):
+    """A tool may hand its Context to a thread or a task that outlives the call. What they report
+    after the answer went out is dropped: the spec sends progress only while a request runs."""
+    argv = script_server(tmp_path, """
+        import threading
+        from mcp_min import Context
+        reported = threading.Event()
+
+        def report_late(ctx):
+            ctx.report_progress(2, 2)  # the call has ended by now
+            reported.set()
+
+        @server.tool()
+        def late_sync(ctx: Context) -> str:
+            'Answer at once; a thread reports progress afterwards.'
+            ctx.report_progress(1, 2)
+            threading.Timer(0.2, report_late, [ctx]).start()
+            return 'answered'
+
+        @server.tool()
+        async def late_async(ctx: Context) -> str:
+            'Answer at once; a task reports progress afterwards.'
+            ctx.report_progress(1, 2)
+            asyncio.get_running_loop().call_later(0.2, report_late, ctx)
+            return 'answered'
+
+        @server.tool()
+        def after() -> str:
+            'Answer once the late report is made.'
+            reported.wait(10)
+            reported.clear()
+            return 'after'
+        """)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    seen = []  # the id of each answer, and the progress of each notification
+    for name in ("late_sync", "late_async"):
+        progress = {"_meta": {"progressToken": name}}
+        proc.stdin.write(line({"jsonrpc": "2.0", "id": name, "method": "tools/call",
+                               "params": {"name": name, "arguments": {}, **progress}}))
+        proc.stdin.write(call(f"after {name}", "after", {}))
+        proc.stdin.flush()
+        while not seen or seen[-1] != f"after {name}":
+            message = json.loads(proc.stdout.readline())
+            seen.append(message.get("id", message.get("params", {}).get("progress")))
+    out, err = proc.communicate(timeout=30)
+    assert seen == [1, "late_sync", "after late_sync", 1, "late_async", "after late_async"]
+    assert out == b""
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()
+
+
 BROKEN_TOOLS = """
     mcp_min.SHUTDOWN_GRACE = 0.2
     from mcp_min import ToolResult
