@@ -450,7 +450,9 @@ class Server:
         def send(message):
             # Answers always go out. A notification is skipped while a slow client has a backlog:
             # progress is only a hint, and the next one that goes out carries the latest value.
-            if "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
+            if writer.transport.is_closing():  # the client closed our stdout: nobody listens
+                stop("the client closed stdout")
+            elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
 
         def stop(reason):

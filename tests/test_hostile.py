@@ -290,6 +290,17 @@ def test_a_closed_stderr_loses_no_answer_wherever_the_server_logs(tmp_path):
     assert answers[2]["message"] == "Cancelled: the server is shutting down"
 
 
+def test_a_client_that_closed_the_servers_stdout_stops_it_with_one_line(tmp_path):
+    """Nobody reads the answers any more. asyncio logged a warning for each one (1,995 lines for
+    2,000 pings); now the server notices, says so once, stops reading and exits 0."""
+    proc = subprocess.Popen(script_server(tmp_path, ""), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    pings = b"".join(line({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in range(2000))
+    _, err = proc.communicate(pings, timeout=30)  # a server that stopped reading: no error here
+    assert proc.returncode == 0
+    assert err.decode().splitlines() == ["x: the client closed stdout; cancelled 0"]
+
 # --- The client: a server that floods stderr, raises in callbacks, or sends what it should not ---
 
 def test_a_huge_stderr_line_without_newline_does_not_stop_the_client():
