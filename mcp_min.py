@@ -167,6 +167,9 @@ PYTHON_TYPES = {name: python_type for python_type, name in JSON_TYPES.items()}
 def schema_for(hint, where):
     """JSON Schema for one type hint: the subset a model can fill in and validate() can check."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:  # Annotated[str, "UK town name"]: its text describes the value
+        notes = " ".join(note for note in args[1:] if isinstance(note, str))
+        return without_none({**schema_for(args[0], where), "description": notes or None})
     if hint in JSON_TYPES:
         return {"type": JSON_TYPES[hint]}
     if origin in (list, dict):  # list[X] says what its items are; dict[str, X] what its values are
@@ -221,7 +224,7 @@ def validate(value, schema, path="arguments"):
 def describe_tool(func, name=None, title=None, annotations=None, output_schema=None):
     """The definition tools/list sends, from the function's name, docstring and type hints; and
     the name of its Context parameter, if it has one (the server fills that in, not the client)."""
-    hints, name = typing.get_type_hints(func), name or func.__name__
+    hints, name = typing.get_type_hints(func, include_extras=True), name or func.__name__
     params = inspect.signature(func).parameters.values()
     context_param = next((param.name for param in params if hints.get(param.name) is Context), None)
     params = [param for param in params if param.name != context_param]
