@@ -180,21 +180,22 @@ def without_none(fields):  # an optional field is left out, never sent as null
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def string_field(params, key):  # a field that a request's params must hold, a string
-    if not isinstance(params.get(key), str):
+def string_field(params, key):  # a string that a request's params, or an object in them, must hold
+    value = params.get(key) if isinstance(params, dict) else None
+    if not isinstance(value, str):
         raise MCPError(INVALID_PARAMS, f'Invalid params: "{key}" must be a string')
-    return params[key]
+    return value
 
 
 def page(items, params, key):
-    """One page of a list result (spec: utilities/pagination). The cursor is the index where the
-    page starts; one this server could not have given is refused, so a client starts over."""
-    cursor = params.get("cursor")
-    if cursor is not None and cursor not in [str(n) for n in range(0, len(items), PAGE_SIZE)][1:]:
+    """One page of a list result (spec: utilities/pagination). A cursor is the index where a page
+    starts; one this server would not give is refused, so that the client starts over."""
+    cursor, given = params.get("cursor"), [str(n) for n in range(PAGE_SIZE, len(items), PAGE_SIZE)]
+    if cursor is not None and cursor not in given:
         raise MCPError(INVALID_PARAMS, f"Invalid params: unknown cursor {json.dumps(cursor)[:40]}")
     start = int(cursor or 0)
-    end = start + PAGE_SIZE
-    return {key: items[start:end], **({"nextCursor": str(end)} if end < len(items) else {})}
+    next_cursor = str(start + PAGE_SIZE) if start + PAGE_SIZE < len(items) else None
+    return without_none({key: items[start:start + PAGE_SIZE], "nextCursor": next_cursor})
 
 
 # === 3. Definitions: a typed Python function becomes a tool, a prompt or a resource
@@ -341,12 +342,13 @@ def tool_error(text):
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-async def call(func, /, *args, **kwargs):
-    """Call a function we were given (a tool, a resource, a prompt, a completer): a coroutine
-    function on the event loop, any other in a worker thread, so a slow one holds up no other."""
+def call(func, /, *args, **kwargs):
+    """Call a function we were given (a tool, a resource, a prompt, a completer), to be awaited:
+    a coroutine function runs on the event loop, any other in a worker thread, so that a slow
+    one holds up no other."""
     if inspect.iscoroutinefunction(func):
-        return await func(*args, **kwargs)
-    return await asyncio.to_thread(call_sync, func, *args, **kwargs)
+        return func(*args, **kwargs)
+    return asyncio.to_thread(call_sync, func, *args, **kwargs)
 
 
 def call_sync(func, /, *args, **kwargs):
@@ -616,10 +618,8 @@ class Server:
         """completion/complete: at most 100 values for an argument of a prompt or a URI template,
         from its completer; none for an argument without one."""
         ref, argument = params.get("ref"), params.get("argument")
-        if not isinstance(ref, dict) or not isinstance(argument, dict):
-            raise MCPError(INVALID_PARAMS, 'Invalid params: "ref" and "argument" must be objects')
         name, value = string_field(argument, "name"), string_field(argument, "value")
-        kind = ref.get("type")
+        kind = string_field(ref, "type")
         features, key = (self.prompts, "name") if kind == "ref/prompt" else (self.resources, "uri")
         found = kind in ("ref/prompt", "ref/resource") and features.get(string_field(ref, key))
         if not found:

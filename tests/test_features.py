@@ -327,9 +327,9 @@ COMPLETION_ERRORS = [
      "resources/templates/list"),
     ("a prompt ref without a name", completion({"type": "ref/prompt"}, "a", ""),
      'Invalid params: "name" must be a string'),
-    ("no argument", {"ref": GREET}, 'Invalid params: "ref" and "argument" must be objects'),
+    ("no argument", {"ref": GREET}, 'Invalid params: "name" must be a string'),
     ("ref not an object", {"ref": "greet", "argument": {"name": "name", "value": ""}},
-     'Invalid params: "ref" and "argument" must be objects'),
+     'Invalid params: "type" must be a string'),
     ("no value", {"ref": GREET, "argument": {"name": "name"}},
      'Invalid params: "value" must be a string'),
 ]
