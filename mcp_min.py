@@ -425,6 +425,9 @@ class Server:
             schema, completers = describe_arguments(func, f"resource {uri}", complete)
             # The URI matches as written, but for each {variable}: one path segment, not empty.
             pattern = re.compile(re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/?#]+)", re.escape(uri)))
+            if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
+                raise TypeError(f"resource {uri}: give the function one parameter for each "
+                                "{variable} of the URI, of the same name (RFC 6570, level 1)")
             definition = {"uriTemplate" if pattern.groupindex else "uri": uri,
                           "name": name or func.__name__, "title": title,
                           "description": description or inspect.getdoc(func), "mimeType": mime_type}
@@ -462,8 +465,7 @@ class Server:
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
 
     def can_complete(self):  # completions: does some argument or variable have a completer?
-        features = [*self.prompts.values(), *self.resources.values()]
-        return any(feature.completers for feature in features)
+        return any(f.completers for f in [*self.prompts.values(), *self.resources.values()])
 
     async def handle(self, message, session, send):
         """Answer one well-formed request with its response; a cancelled request raises

@@ -428,3 +428,36 @@ def test_the_sdk_client_lists_reads_gets_and_completes(era):
                     assert session.protocol_version == (
                         "2025-11-25" if era == "legacy" else "2026-07-28")
     run_async(body())
+
+
+# --- Mistakes in the code are caught when the decorator runs ---
+
+def path_function(path: str) -> str:
+    return path
+
+
+def two_variables(a: str, b: str) -> str:
+    return a + b
+
+
+@pytest.mark.parametrize("uri, func", [
+    ("file:///{+path}", path_function),  # level 2: not served, so not accepted
+    ("file:///{name}", path_function),  # a variable the function does not take
+    ("file:///fixed", path_function),  # a parameter no variable fills
+    ("pair:///{a}", two_variables),
+])
+def test_a_template_and_its_function_must_agree(uri, func):
+    sys.path.insert(0, str(ROOT))
+    from mcp_min import Server
+    with pytest.raises(TypeError, match="one parameter for each"):
+        Server("t").resource(uri)(func)
+
+
+def test_a_prompt_argument_needs_a_type_hint_json_schema_can_say():
+    sys.path.insert(0, str(ROOT))
+    from mcp_min import Server
+
+    def ask(question: str, when: object) -> str:
+        return question
+    with pytest.raises(TypeError, match="prompt ask, 'when'"):
+        Server("t").prompt()(ask)
