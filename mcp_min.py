@@ -1,17 +1,33 @@
 """mcp_min: an MCP server in one file, standard library only.
 
-A Server turns typed, documented Python functions into MCP tools and serves them over stdio:
-newline-delimited JSON-RPC 2.0 on stdin and stdout. It speaks both eras of the spec, chosen per
-request: the legacy `initialize` handshake (2024-11-05 ... 2025-11-25) and the stateless
-2026-07-28 revision, where every request carries its protocol version in `params._meta`.
+A Server turns typed, documented Python functions into MCP tools, resources and prompts, and
+serves them over stdio: newline-delimited JSON-RPC 2.0 on stdin and stdout. It speaks both eras
+of the spec, chosen per request: the legacy `initialize` handshake (2024-11-05 ... 2025-11-25)
+and the stateless 2026-07-28 revision, where every request carries its protocol version in
+`params._meta`.
 
+    from typing import Annotated
     from mcp_min import Server
     server = Server("demo")
+    NOTES = {"todo": "Write the tests.", "shop": "Milk, eggs."}
 
     @server.tool()
     def add(a: int, b: int = 1) -> int:
         '''Add two numbers.'''
         return a + b
+
+    def note_names(typed, arguments):      # completes a note's name from what the user typed
+        return [name for name in NOTES if name.startswith(typed)]
+
+    @server.resource("note:///{name}", mime_type="text/plain", complete={"name": note_names},
+                     listing=lambda: [{"uri": f"note:///{n}", "name": n} for n in NOTES])
+    def note(name: str) -> str | None:      # a template: note:///todo is a resource
+        return NOTES.get(name)              # None: no such note
+
+    @server.prompt(complete={"name": note_names})
+    def summarize(name: Annotated[str, "the note to summarize"]) -> str:
+        '''Ask for a summary of one note.'''
+        return f"Summarize this note in one line: {NOTES.get(name, '(none)')}"
 
     server.run()        # python demo.py: serves stdin/stdout until stdin closes
 
@@ -20,23 +36,30 @@ the top of client.py; Streamable HTTP is mcp_http.py. The sections follow a requ
 server, top to bottom:
   1. The wire: bytes in, lines out, and the size limit.
   2. JSON-RPC: a line becomes a message, or an error answer.
-  3. Tools: a function becomes a schema; arguments are checked; a return value becomes a result.
+  3. Definitions: a function becomes a tool, a prompt or a resource; arguments are checked; a
+     tool's return value becomes a result.
   4. The server: each request is answered in the era it asks for. Start reading at Server.handle.
-  5. The stdio loop: reading, backpressure, shutdown.
+  5. Resources, prompts and completion: reading, getting, completing, and pages of lists.
+  6. The stdio loop: reading, backpressure, shutdown.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
-import asyncio, collections, concurrent.futures, contextlib, functools, inspect, json, math
-import os, signal, stat, sys, threading, traceback, types, typing
+import asyncio, base64, collections, concurrent.futures, contextlib, functools, inspect, json
+import math, os, re, signal, stat, sys, threading, traceback, types, typing, urllib.parse
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
 META = "io.modelcontextprotocol/"  # prefix of the per-request _meta fields of the modern era
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # a longer line is refused and skipped, never held whole
 MAX_IN_FLIGHT = 512  # requests running at once; past that, stdin waits (backpressure)
-MAX_THREADS = 64  # worker threads for sync tools
+MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts, completers
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
 SHUTDOWN_GRACE = 5.0  # seconds running calls get to finish after SIGTERM or SIGINT
+PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
+# 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
+# Definitions change only with the code; what a resource's function returns may change any time.
+CACHE_TTL_MS = {"server/discover": 3_600_000, "tools/list": 3_600_000, "prompts/list": 3_600_000,
+                "resources/templates/list": 3_600_000, "resources/list": 0, "resources/read": 0}
 # The JSON-RPC 2.0 error codes, and the one 2026-07-28 adds: no protocol version in common.
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
 INVALID_PARAMS, INTERNAL_ERROR, UNSUPPORTED_VERSION = -32602, -32603, -32022
@@ -63,6 +86,13 @@ def encode(message):
     return (ENCODER.encode(message) + "\n").encode()
 
 
+def log(text):
+    """One line on stderr, for the operator. A host may have closed its end of stderr: then the
+    line is lost, but never the answer that was being sent."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)
+
+
 def encode_reply(message):
     """encode() for what a server sends, which must not fail. An answer that JSON cannot carry
     (NaN, a datetime, a set), or one over the size limit, becomes an error answer for the same id:
@@ -74,7 +104,7 @@ def encode_reply(message):
         problem = f"the answer is {len(line)} bytes, over the {MAX_MESSAGE_BYTES}-byte limit"
     except (ValueError, TypeError, RecursionError) as e:
         problem = str(e) or type(e).__name__
-    print(f"mcp_min: cannot send a message: {problem}", file=sys.stderr)
+    log(f"mcp_min: cannot send a message: {problem}")
     error = MCPError(INTERNAL_ERROR, f"Internal error: {problem}")
     return encode(error_response(message["id"], error)) if "id" in message else b""
 
@@ -150,7 +180,26 @@ def without_none(fields):  # an optional field is left out, never sent as null
     return {key: value for key, value in fields.items() if value is not None}
 
 
-# === 3. Tools: a typed Python function becomes a tool (spec: server/tools) ===
+def string_field(params, key):  # a string that a request's params, or an object in them, must hold
+    value = params.get(key) if isinstance(params, dict) else None
+    if not isinstance(value, str):
+        raise MCPError(INVALID_PARAMS, f'Invalid params: "{key}" must be a string')
+    return value
+
+
+def page(items, params, key):
+    """One page of a list result (spec: utilities/pagination). A cursor is the index where a page
+    starts; one this server would not give is refused, so that the client starts over."""
+    cursor, given = params.get("cursor"), [str(n) for n in range(PAGE_SIZE, len(items), PAGE_SIZE)]
+    if cursor is not None and cursor not in given:
+        raise MCPError(INVALID_PARAMS, f"Invalid params: unknown cursor {json.dumps(cursor)[:40]}")
+    start = int(cursor or 0)
+    next_cursor = str(start + PAGE_SIZE) if start + PAGE_SIZE < len(items) else None
+    return without_none({key: items[start:start + PAGE_SIZE], "nextCursor": next_cursor})
+
+
+# === 3. Definitions: a typed Python function becomes a tool, a prompt or a resource
+#        (spec: server/tools, server/prompts, server/resources) ===
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
               list: "array", type(None): "null"}
@@ -160,6 +209,9 @@ PYTHON_TYPES = {name: python_type for python_type, name in JSON_TYPES.items()}
 def schema_for(hint, where):
     """JSON Schema for one type hint: the subset a model can fill in and validate() can check."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:  # Annotated[str, "UK town name"]: its text describes the value
+        notes = " ".join(note for note in args[1:] if isinstance(note, str))
+        return without_none({**schema_for(args[0], where), "description": notes or None})
     if hint in JSON_TYPES:
         return {"type": JSON_TYPES[hint]}
     if origin in (list, dict):  # list[X] says what its items are; dict[str, X] what its values are
@@ -211,25 +263,53 @@ def validate(value, schema, path="arguments"):
     return value
 
 
-def describe_tool(func, name=None, title=None, annotations=None, output_schema=None):
-    """The definition tools/list sends, from the function's name, docstring and type hints; and
-    the name of its Context parameter, if it has one (the server fills that in, not the client)."""
-    hints, name = typing.get_type_hints(func), name or func.__name__
+def describe_parameters(func, where):
+    """JSON Schema for a function's parameters, from their type hints and defaults; and the name
+    of its Context parameter, if it has one (the server fills that in, not the client)."""
+    hints = typing.get_type_hints(func, include_extras=True)
     params = inspect.signature(func).parameters.values()
     context_param = next((param.name for param in params if hints.get(param.name) is Context), None)
     params = [param for param in params if param.name != context_param]
-    properties = {param.name: schema_for(hints.get(param.name), f"tool {name}, {param.name!r}")
+    properties = {param.name: schema_for(hints.get(param.name), f"{where}, {param.name!r}")
                   for param in params}
     for param in params:  # a default that is not JSON fails here, at decoration time
         if param.default is not param.empty:
             properties[param.name]["default"] = json.loads(encode(param.default))
     required = [param.name for param in params if param.default is param.empty]
-    input_schema = {"type": "object", "properties": properties, "required": required}
-    input_schema = {**{k: v for k, v in input_schema.items() if v}, "additionalProperties": False}
-    definition = {"name": name, "title": title, "description": inspect.getdoc(func) or "",
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
+
+
+def describe_tool(func, name=None, title=None, annotations=None, output_schema=None):
+    """The definition tools/list sends, from the function's name, docstring and type hints; and
+    the name of its Context parameter."""
+    input_schema, context_param = describe_parameters(func, f"tool {name or func.__name__}")
+    definition = {"name": name or func.__name__, "title": title,
+                  "description": inspect.getdoc(func) or "",
                   "inputSchema": input_schema, "outputSchema": output_schema,
                   "annotations": annotations}
     return without_none(definition), context_param
+
+
+# A prompt or a resource, as registered: its function; its definition (what a list sends); the
+# schema of its arguments (a prompt's) or variables (a URI template's); their completers; and for
+# a resource, the regular expression the URIs it serves match, and its listing function.
+Feature = collections.namedtuple("Feature", "func definition schema completers pattern listing",
+                                 defaults=(None, None))
+
+
+def describe_arguments(func, where, complete):
+    """The schema of a prompt's arguments or a URI template's variables, all strings (annotate
+    them str, or Literal[...] of strings), and their completers: those in complete, {name:
+    function(value, arguments) -> list of str}, and for a Literal without one, its values."""
+    schema, _ = describe_parameters(func, where)
+    literals = {name: functools.partial(complete_from, prop["enum"])
+                for name, prop in schema.get("properties", {}).items() if "enum" in prop}
+    return schema, {**literals, **(complete or {})}
+
+
+def complete_from(choices, value, arguments):  # a Literal's values that start with what was typed
+    return [choice for choice in choices if str(choice).startswith(value)]
 
 
 # Return ToolResult(content, structured=None, is_error=False) from a tool for full control:
@@ -262,19 +342,29 @@ def tool_error(text):
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def call_sync(func, arguments):
-    """A sync tool, in a worker thread. asyncio cannot carry a StopIteration (from a next() that
-    found nothing) out of a thread: the call would wait forever. It becomes a RuntimeError."""
+def call(func, /, *args, **kwargs):
+    """Call a function we were given (a tool, a resource, a prompt, a completer), to be awaited:
+    a coroutine function runs on the event loop, any other in a worker thread, so that a slow
+    one holds up no other."""
+    if inspect.iscoroutinefunction(func):
+        return func(*args, **kwargs)
+    return asyncio.to_thread(call_sync, func, *args, **kwargs)
+
+
+def call_sync(func, /, *args, **kwargs):
+    """In the worker thread. asyncio cannot carry a StopIteration (from a next() that found
+    nothing) out of a thread: the call would wait forever. It becomes a RuntimeError."""
     try:
-        return func(**arguments)
+        return func(*args, **kwargs)
     except StopIteration as e:
-        raise RuntimeError("the tool raised StopIteration") from e
+        raise RuntimeError("the function raised StopIteration") from e
 
 
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
-    cancelled flag, which a sync tool can watch to stop early. For logs, write to stderr: MCP's
-    logging is deprecated since 2026-07-28, and hosts show a server's stderr."""
+    cancelled flag, set once the request is cancelled or answered: a sync tool, or a thread it
+    started, can watch it to stop early. For logs, write to stderr: MCP's logging is deprecated
+    since 2026-07-28, and hosts show a server's stderr."""
 
     def __init__(self, send, request_id, progress_token):
         self.send, self.request_id, self.progress_token = send, request_id, progress_token
@@ -283,8 +373,8 @@ class Context:
 
     def report_progress(self, progress, total=None, message=None):
         """notifications/progress, if the request carried a progressToken. Progress must increase.
-        Safe to call from the worker thread a sync tool runs in. Nothing is sent once the request
-        is cancelled (spec: cancellation)."""
+        Safe to call from any thread. Nothing is sent once the request is cancelled or answered
+        (spec: progress, cancellation)."""
         if self.progress_token is None or self.cancelled:
             return
         params = without_none({"progressToken": self.progress_token, "progress": progress,
@@ -293,8 +383,12 @@ class Context:
         if threading.get_ident() == self.loop_thread:
             self.send(notification)
         else:  # from a sync tool's thread: it waits a turn of the loop, so a flood stays flat
-            self.loop.call_soon_threadsafe(self.send, notification)
+            self.loop.call_soon_threadsafe(self.send_unless_cancelled, notification)
             asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(WRITE_TIMEOUT)
+
+    def send_unless_cancelled(self, notification):  # on the loop: the answer may have gone since
+        if not self.cancelled:
+            self.send(notification)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
@@ -302,10 +396,9 @@ class Context:
 class Server:
     def __init__(self, name, version="0.1.0", instructions=None):
         # tools: name -> (function, definition, name of its Context parameter), in order.
-        # description: what initialize and server/discover say of us, besides serverInfo.
-        self.info, self.tools = {"name": name, "version": version}, {}
-        self.description = without_none({"capabilities": {"tools": {"listChanged": False}},
-                                         "instructions": instructions})
+        # prompts: name -> Feature; resources: URI or URI template -> Feature, in order.
+        self.info, self.instructions = {"name": name, "version": version}, instructions
+        self.tools, self.prompts, self.resources = {}, {}, {}
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: the function becomes a tool; its name, docstring and type hints define it."""
@@ -314,6 +407,65 @@ class Server:
             self.tools[definition["name"]] = (func, definition, context_param)
             return func
         return register
+
+    def resource(self, uri, name=None, title=None, description=None, mime_type=None,
+                 listing=None, complete=None):
+        """Decorator: the function serves resources/read for uri. A uri with variables, such as
+        doc:///{name}, is a template (RFC 6570, level 1): each variable matches one path segment
+        of a URI, and its value, percent-decoded, is the function's keyword argument of that name
+        (one parameter per variable, a str). The function returns a str (a text), bytes (a blob,
+        sent in base64), a list of contents dicts ({"uri", "mimeType", "text" or "blob"}), or
+        None: no such resource. description defaults to the docstring.
+        listing: for a template, a function that returns the resources it serves, for
+        resources/list: dicts with "uri" and "name" at least (the spec's Resource).
+        complete: {variable: function(value, arguments) -> list of str} for completion/complete:
+        value is what the user typed so far, arguments the variables already filled in (values
+        of a Literal hint complete without one)."""
+        def register(func):
+            schema, completers = describe_arguments(func, f"resource {uri}", complete)
+            # The URI matches as written, but for each {variable}: one path segment, not empty.
+            pattern = re.compile(re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/?#]+)", re.escape(uri)))
+            if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
+                raise TypeError(f"resource {uri}: give the function one parameter for each "
+                                "{variable} of the URI, of the same name (RFC 6570, level 1)")
+            definition = {"uriTemplate" if pattern.groupindex else "uri": uri,
+                          "name": name or func.__name__, "title": title,
+                          "description": description or inspect.getdoc(func), "mimeType": mime_type}
+            self.resources[uri] = Feature(func, without_none(definition), schema, completers,
+                                          pattern, listing)
+            return func
+        return register
+
+    def prompt(self, name=None, title=None, complete=None):
+        """Decorator: the function becomes a prompt; its name, docstring and parameters define it,
+        and Annotated[str, "text"] describes a parameter. Arguments arrive as strings, checked
+        like a tool's. It returns a str (one user message) or a list of messages {"role": "user"
+        or "assistant", "content": a text, image, audio or resource content block}. complete: as
+        for resource(), {argument: function(value, arguments) -> list of str}."""
+        def register(func):
+            prompt_name = name or func.__name__
+            schema, completers = describe_arguments(func, f"prompt {prompt_name}", complete)
+            arguments = [without_none({"name": key, "description": value.get("description"),
+                                       "required": key in schema.get("required", ())})
+                         for key, value in schema.get("properties", {}).items()]
+            definition = {"name": prompt_name, "title": title, "description": inspect.getdoc(func),
+                          "arguments": arguments}
+            self.prompts[prompt_name] = Feature(func, without_none(definition), schema, completers)
+            return func
+        return register
+
+    def description(self):
+        """What initialize and server/discover say of us besides serverInfo: a capability for each
+        kind of thing registered, and completions if some argument has a completer. Our lists
+        never change while we run, and nobody can subscribe: listChanged and subscribe are left
+        out, which means false."""
+        features = {"tools": self.tools, "resources": self.resources, "prompts": self.prompts,
+                    "completions": self.can_complete()}
+        capabilities = {key: {} for key, found in features.items() if found}
+        return without_none({"capabilities": capabilities, "instructions": self.instructions})
+
+    def can_complete(self):  # completions: does some argument or variable have a completer?
+        return any(f.completers for f in [*self.prompts.values(), *self.resources.values()])
 
     async def handle(self, message, session, send):
         """Answer one well-formed request with its response; a cancelled request raises
@@ -327,23 +479,36 @@ class Server:
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
-                result = {"supportedVersions": MODERN_VERSIONS, **self.description}
-            elif method == "tools/list":  # one page holds every tool, so a cursor selects nothing
-                result = {"tools": [tool[1] for tool in self.tools.values()]}
-            elif method == "tools/call":
+                result = {"supportedVersions": MODERN_VERSIONS, **self.description()}
+            elif method == "tools/call" and self.tools:  # a feature not registered: not found
                 result = await self.call_tool(params, request_id, send)
+            elif method == "tools/list" and self.tools:
+                result = page([tool[1] for tool in self.tools.values()], params, "tools")
+            elif method == "resources/list" and self.resources:
+                result = page(await self.list_resources(), params, "resources")
+            elif method == "resources/templates/list" and self.resources:
+                templates = [r.definition for r in self.resources.values() if r.pattern.groupindex]
+                result = page(templates, params, "resourceTemplates")
+            elif method == "resources/read" and self.resources:
+                result = await self.read_resource(params)
+            elif method == "prompts/list" and self.prompts:
+                result = page([p.definition for p in self.prompts.values()], params, "prompts")
+            elif method == "prompts/get" and self.prompts:
+                result = await self.get_prompt(params)
+            elif method == "completion/complete" and self.can_complete():
+                result = await self.complete(params)
             else:
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
             if modern:  # 2026-07-28: stateless; every result says it is complete, and who answers
                 result.update(resultType="complete", _meta={META + "serverInfo": self.info})
-            if modern and method in ("server/discover", "tools/list"):  # our tools never change
-                result.update(ttlMs=3_600_000, cacheScope="public")
+            if modern and method in CACHE_TTL_MS:  # what we serve does not depend on who asks
+                result.update(ttlMs=CACHE_TTL_MS[method], cacheScope="public")
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
             return error_response(request_id, e)
         except Exception as e:  # the whole story for the operator (stderr), the gist for the client
-            traceback.print_exc()
-            error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}")
+            log(traceback.format_exc().rstrip())  # a resource's or a prompt's function failed?
+            error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}: {e}")
             return error_response(request_id, error)
 
     def modern_version(self, method, params):
@@ -363,11 +528,9 @@ class Server:
     def initialize(self, params, session):
         """The legacy handshake. An unknown version is no error: we offer our latest, and the
         client decides."""
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str):
-            raise MCPError(INVALID_PARAMS, "Invalid params: initialize needs a protocolVersion")
+        requested = string_field(params, "protocolVersion")
         version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
-        return {"protocolVersion": version, **self.description, "serverInfo": self.info}
+        return {"protocolVersion": version, **self.description(), "serverInfo": self.info}
 
     async def call_tool(self, params, request_id, send):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
@@ -386,21 +549,17 @@ class Server:
             meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
             arguments[context_param] = Context(send, request_id, meta.get("progressToken"))
         try:
-            # A sync tool runs in a worker thread, so a slow one never holds up the others.
-            is_async = inspect.iscoroutinefunction(func)
-            call = func(**arguments) if is_async else asyncio.to_thread(call_sync, func, arguments)
-            value = await call
-            return to_call_result(value, definition)
+            return to_call_result(await call(func, **arguments), definition)
         except BaseException as e:  # sys.exit() in argparse, a KeyboardInterrupt: fails one call
             # A CancelledError that nobody asked for (the tool awaited a cancelled task) fails the
             # call too: re-raised, it would leave the request without an answer, its id in use.
             if isinstance(e, asyncio.CancelledError) and asyncio.current_task().cancelling():
-                if context_param:  # a sync tool's thread runs on; it can see this and stop
-                    arguments[context_param].cancelled = True
                 raise
-            with contextlib.suppress(OSError):  # a closed stderr must not lose the answer
-                traceback.print_exc()
+            log(traceback.format_exc().rstrip())
             return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
+        finally:  # a sync tool's thread may run on after a cancel, or a thread it started after
+            if context_param:  # the answer: they can see this and stop, and report nothing more
+                arguments[context_param].cancelled = True
 
     def handle_notification(self, message, session):
         """notifications/cancelled stops a request; no other notification needs anything."""
@@ -409,7 +568,73 @@ class Server:
         if cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
             session["in_flight"].pop(request_id).cancel()
 
-    # === 5. The stdio loop (spec: basic/transports/stdio) ===
+    # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
+    #        server/utilities/completion; lists come in pages: server/utilities/pagination) ===
+
+    async def list_resources(self):
+        """resources/list: the fixed resources, then those the templates' listings return."""
+        listed = [r.definition for r in self.resources.values() if not r.pattern.groupindex]
+        for resource in self.resources.values():
+            listed += await call(resource.listing) if resource.listing else []
+        return listed
+
+    async def read_resource(self, params):
+        """resources/read: the first resource, in the order registered, whose URI or template
+        matches. A template's values come from the client: each is one path segment, percent-
+        decoded, and one that would leave it ("/", "." or ".."), or holds NUL, matches nothing.
+        Nothing found, or a function's None: -32602 with the URI in data (SEP-2164; the 2025
+        texts suggested -32002). A function that fails: -32603, from Server.handle."""
+        uri, value = string_field(params, "uri"), None
+        for resource in self.resources.values():
+            match = resource.pattern.fullmatch(uri)
+            values = [urllib.parse.unquote(text) for text in match.groups()] if match else []
+            if match and not any(v in (".", "..") or "/" in v or "\0" in v for v in values):
+                value = await call(resource.func, **dict(zip(resource.pattern.groupindex, values)))
+                break
+        if value is None:
+            raise MCPError(INVALID_PARAMS, f"Resource not found: {uri[:200]}; resources/list and "
+                                           "resources/templates/list say what exists", {"uri": uri})
+        if isinstance(value, (str, bytes)):  # one text, or one blob in base64
+            data = {"text": value} if isinstance(value, str) else {
+                "blob": base64.b64encode(value).decode()}
+            value = [without_none({"uri": uri, "mimeType": resource.definition.get("mimeType"),
+                                   **data})]
+        return {"contents": value}
+
+    async def get_prompt(self, params):
+        """prompts/get. An unknown prompt, a missing argument or one it does not take: -32602,
+        saying what to send instead."""
+        name = string_field(params, "name")
+        if name not in self.prompts:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}; see prompts/list")
+        try:
+            arguments = validate(params.get("arguments") or {}, self.prompts[name].schema)
+        except ValueError as e:
+            raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {e}") from None
+        messages = await call(self.prompts[name].func, **arguments)
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        return {"messages": messages}
+
+    async def complete(self, params):
+        """completion/complete: at most 100 values for an argument of a prompt or a URI template,
+        from its completer; none for an argument without one."""
+        ref, argument = params.get("ref"), params.get("argument")
+        name, value = string_field(argument, "name"), string_field(argument, "value")
+        kind = string_field(ref, "type")
+        features, key = (self.prompts, "name") if kind == "ref/prompt" else (self.resources, "uri")
+        found = kind in ("ref/prompt", "ref/resource") and features.get(string_field(ref, key))
+        if not found:
+            raise MCPError(INVALID_PARAMS, "Invalid params: no such prompt or resource template; "
+                                           "see prompts/list and resources/templates/list")
+        context = params.get("context") if isinstance(params.get("context"), dict) else {}
+        filled = context.get("arguments") if isinstance(context.get("arguments"), dict) else {}
+        completer = found.completers.get(name)
+        values = list(await call(completer, value, filled)) if completer else []
+        return {"completion": {"values": values[:100], "total": len(values),
+                               "hasMore": len(values) > 100}}
+
+    # === 6. The stdio loop (spec: basic/transports/stdio) ===
 
     def run(self):
         """Serve MCP on stdin and stdout until stdin closes, or until SIGTERM or SIGINT; answer
@@ -438,7 +663,9 @@ class Server:
         def send(message):
             # Answers always go out. A notification is skipped while a slow client has a backlog:
             # progress is only a hint, and the next one that goes out carries the latest value.
-            if "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
+            if writer.transport.is_closing():  # the client closed our stdout: nobody listens
+                stop("the client closed stdout")
+            elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
 
         def stop(reason):
@@ -472,7 +699,7 @@ class Server:
                 task.cancel()
                 error = MCPError(INTERNAL_ERROR, "Cancelled: the server is shutting down")
                 send(error_response(request_id, error))
-            print(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}", file=sys.stderr)
+            log(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}")
         writer.close()  # flushes what is buffered before the pipe closes
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
             await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)

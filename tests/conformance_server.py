@@ -1,4 +1,5 @@
-"""The tools the official MCP conformance suite calls, served by mcp_min over Streamable HTTP.
+"""The tools, resources and prompts the official MCP conformance suite asks for, served by mcp_min
+over Streamable HTTP.
 
     python tests/conformance_server.py 3001
     npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp \
@@ -8,10 +9,11 @@ Tool names and results follow the suite's scenario descriptions (src/scenarios/s
 github.com/modelcontextprotocol/conformance). Not here: sampling and elicitation (the suite's
 test_sampling, test_elicitation), because mcp_min servers send no requests to the client; and
 logging (test_tool_with_logging, test_logging_tool), which mcp_min left out to stay small, as
-2026-07-28 deprecates it.
+2026-07-28 deprecates it; and resources/subscribe, as mcp_min left subscriptions out.
 """
-import asyncio, base64, io, struct, sys, wave, zlib
+import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
+from typing import Annotated
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp_min import Context, Server, ToolResult  # noqa: E402
@@ -139,6 +141,60 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+# Resources, prompts and completion (the suite's resources-*, prompts-*, completion-complete,
+# caching and sep-2164-resource-not-found scenarios).
+
+@server.resource("test://static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A fixed text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A fixed binary resource: a 1x1 red PNG."""
+    return png_1x1_red()
+
+
+@server.resource("test://template/{id}/data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """Data for any id: the template's variable comes back in the text."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.prompt()
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt(complete={"arg1": lambda value, arguments: [
+    word for word in ("test", "testing", "tested", "paris") if word.startswith(value)]})
+def test_prompt_with_arguments(arg1: Annotated[str, "First test argument"],
+                               arg2: Annotated[str, "Second test argument"]) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+def test_prompt_with_embedded_resource(
+        resourceUri: Annotated[str, "URI of the resource to embed"]) -> list:
+    """A prompt that embeds a resource."""
+    return [{"role": "user", "content": {"type": "resource", "resource": {
+                "uri": resourceUri, "mimeType": "text/plain",
+                "text": "Embedded resource content for testing."}}},
+            {"role": "user", "content": {"type": "text",
+                                         "text": "Please process the embedded resource above."}}]
+
+
+@server.prompt()
+def test_prompt_with_image() -> list:
+    """A prompt with an image."""
+    return [{"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
+            {"role": "user", "content": {"type": "text",
+                                         "text": "Please analyze the image above."}}]
+
 
 if __name__ == "__main__":
     mcp_http.serve(server, port=sys.argv[1] if len(sys.argv) > 1 else 3001)

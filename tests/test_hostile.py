@@ -4,6 +4,7 @@ answers. Spec: basic/transports/stdio, basic/utilities (ping, progress, cancella
 """
 import asyncio
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -190,6 +191,115 @@ def test_a_tool_that_ignores_its_cancellation_at_shutdown_is_answered_once(tmp_p
         '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,'
         '"message":"Cancelled: the server is shutting down"}}']
 
+
+
+def test_progress_reported_after_the_call_ended_is_dropped(tmp_path):
+    """A tool may hand its Context to a thread or a task that outlives the call. What they report
+    after the answer went out is dropped: the spec sends progress only while a request runs."""
+    argv = script_server(tmp_path, """
+        import threading
+        from mcp_min import Context
+        reported = threading.Event()
+
+        def report_late(ctx):
+            ctx.report_progress(2, 2)  # the call has ended by now
+            reported.set()
+
+        @server.tool()
+        def late_sync(ctx: Context) -> str:
+            'Answer at once; a thread reports progress afterwards.'
+            ctx.report_progress(1, 2)
+            threading.Timer(0.2, report_late, [ctx]).start()
+            return 'answered'
+
+        @server.tool()
+        async def late_async(ctx: Context) -> str:
+            'Answer at once; a task reports progress afterwards.'
+            ctx.report_progress(1, 2)
+            asyncio.get_running_loop().call_later(0.2, report_late, ctx)
+            return 'answered'
+
+        @server.tool()
+        def after() -> str:
+            'Answer once the late report is made.'
+            reported.wait(10)
+            reported.clear()
+            return 'after'
+        """)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    seen = []  # the id of each answer, and the progress of each notification
+    for name in ("late_sync", "late_async"):
+        progress = {"_meta": {"progressToken": name}}
+        proc.stdin.write(line({"jsonrpc": "2.0", "id": name, "method": "tools/call",
+                               "params": {"name": name, "arguments": {}, **progress}}))
+        proc.stdin.write(call(f"after {name}", "after", {}))
+        proc.stdin.flush()
+        while not seen or seen[-1] != f"after {name}":
+            message = json.loads(proc.stdout.readline())
+            seen.append(message.get("id", message.get("params", {}).get("progress")))
+    out, err = proc.communicate(timeout=30)
+    assert seen == [1, "late_sync", "after late_sync", 1, "late_async", "after late_async"]
+    assert out == b""
+    assert proc.returncode == 0 and b"Traceback" not in err, err.decode()
+
+
+BROKEN_TOOLS = """
+    mcp_min.SHUTDOWN_GRACE = 0.2
+    from mcp_min import ToolResult
+
+    @server.tool()
+    def not_json() -> ToolResult:
+        'An answer JSON cannot carry: the server logs why, and answers an error.'
+        return ToolResult('nan', {'value': float('nan')})
+
+    @server.tool()
+    def broken(text: str) -> str:
+        'A hand-written schema that breaks the server: its catch-all logs a traceback.'
+        return text
+    server.tools['broken'][1]['inputSchema']['properties'] = ['text']
+
+    @server.tool()
+    async def hang() -> str:
+        'Run until the shutdown cancels it, which the server logs.'
+        await asyncio.sleep(60)
+        return 'woke up'
+    """
+
+
+def test_a_closed_stderr_loses_no_answer_wherever_the_server_logs(tmp_path):
+    """Besides a failing tool's traceback (above), the server logs an answer it cannot encode, a
+    bug caught by its catch-all, and its shutdown. With stderr closed, each of those writes
+    raised in place of answering, and the last one made the exit status 1."""
+    proc = subprocess.Popen(script_server(tmp_path, BROKEN_TOOLS), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    proc.stderr.close()
+
+    def next_error():
+        assert select.select([proc.stdout], [], [], 10)[0], "no answer within 10 s"
+        answer = json.loads(proc.stdout.readline())
+        return answer["id"], answer["error"]
+    for request_id, name in enumerate(["not_json", "broken", "hang"]):
+        proc.stdin.write(call(request_id, name, {"text": "x"} if name == "broken" else {}))
+    answers = dict([next_error(), next_error()])
+    proc.send_signal(signal.SIGTERM)
+    answers.update([next_error()])
+    assert proc.wait(10) == 0
+    assert answers[0]["message"].startswith("Internal error: Out of range float values")
+    assert answers[1]["message"].startswith("Internal error: AttributeError")
+    assert answers[2]["message"] == "Cancelled: the server is shutting down"
+
+
+def test_a_client_that_closed_the_servers_stdout_stops_it_with_one_line(tmp_path):
+    """Nobody reads the answers any more. asyncio logged a warning for each one (1,995 lines for
+    2,000 pings); now the server notices, says so once, stops reading and exits 0."""
+    proc = subprocess.Popen(script_server(tmp_path, ""), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    pings = b"".join(line({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in range(2000))
+    _, err = proc.communicate(pings, timeout=30)  # a server that stopped reading: no error here
+    assert proc.returncode == 0
+    assert err.decode().splitlines() == ["x: the client closed stdout; cancelled 0"]
 
 # --- The client: a server that floods stderr, raises in callbacks, or sends what it should not ---
 

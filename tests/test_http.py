@@ -1226,3 +1226,45 @@ def test_a_failure_inside_the_transport_still_gets_an_answer(live, capfd):
     assert status == 500 and json.loads(answer)["error"]["code"] == -32600
     logged = capfd.readouterr().err
     assert "failed to answer a request: AttributeError" in logged and "Traceback" not in logged
+
+
+# --- Resources and prompts over HTTP: Mcp-Name mirrors the uri or the name; statuses ---
+
+def test_modern_resources_read_and_prompts_get_mirror_their_name(live):
+    body, headers = modern("resources/read", {"uri": "test://static-text"},
+                           Mcp_Name="test://static-text")
+    status, _, answer = post(live, body, headers)
+    assert status == 200 and json.loads(answer)["result"]["contents"] == [{
+        "uri": "test://static-text", "mimeType": "text/plain",
+        "text": "This is the content of the static text resource."}]
+    # Not ASCII: the header carries the URI in Base64 (spec: Value Encoding).
+    uri = "test://template/café/data"
+    encoded = "=?base64?" + base64.b64encode(uri.encode()).decode() + "?="
+    status, _, answer = post(live, *modern("resources/read", {"uri": uri}, Mcp_Name=encoded))
+    assert status == 200
+    assert json.loads(json.loads(answer)["result"]["contents"][0]["text"])["id"] == "café"
+    body, headers = modern("prompts/get", {"name": "test_simple_prompt"},
+                           Mcp_Name="test_simple_prompt")
+    status, _, answer = post(live, body, headers)
+    assert status == 200 and json.loads(answer)["result"]["messages"][0]["role"] == "user"
+
+
+@pytest.mark.parametrize("method, params, name", [
+    ("resources/read", {"uri": "test://static-text"}, "test://static-binary"),
+    ("resources/read", {"uri": "test://static-text"}, None),
+    ("prompts/get", {"name": "test_simple_prompt"}, "test_prompt_with_image"),
+])
+def test_modern_mcp_name_must_match_the_uri_or_the_name(live, method, params, name):
+    status, _, answer = post(live, *modern(method, params, Mcp_Name=name))
+    assert status == 400 and json.loads(answer)["error"]["code"] == -32020
+
+
+def test_a_resource_not_found_is_400_when_modern_and_200_in_a_legacy_session(live):
+    uri = "test://nothing-here"
+    status, _, answer = post(live, *modern("resources/read", {"uri": uri}, Mcp_Name=uri))
+    assert status == 400 and json.loads(answer)["error"]["code"] == -32602
+    assert json.loads(answer)["error"]["data"] == {"uri": uri}
+    session = {"Mcp-Session-Id": initialize(live)[0]}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    status, _, answer = post(live, request, session)
+    assert status == 200 and json.loads(answer)["error"]["data"] == {"uri": uri}

@@ -1,11 +1,11 @@
 """The size gate: the protocol stays readable in one sitting, and every line fits in 100 columns.
 
 A code line is a line holding a token that is neither a comment nor part of a docstring; blank
-lines do not count. Budgets: mcp_min.py 350 (the server side: wire, JSON-RPC, tools, dispatch,
-stdio loop), the Client class in client.py 240, client.py as a whole 600, mcp_http.py 400. No
-line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see
-pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
-or drop it, never golf.
+lines do not count. Budgets: mcp_min.py 420 (the server side: wire, JSON-RPC, tools, resources,
+prompts, completion, dispatch, stdio loop), the Client class in client.py 240, client.py as a
+whole 600, mcp_http.py 400, server.py 350, index_build.py 450. No line over 100 characters in any
+.py file, and `ruff check` (pyflakes, line length; see pyproject.toml) passes. Like tinygrad's
+line gate: when something does not fit, make it simpler or drop it, never golf.
 """
 import ast
 import io
@@ -17,8 +17,8 @@ import pytest
 
 from conftest import ROOT, SUMMARY_LINES
 
-BUDGETS = [("mcp_min.py", None, 350), ("client.py", "Client", 240), ("client.py", None, 600),
-           ("mcp_http.py", None, 400)]
+BUDGETS = [("mcp_min.py", None, 420), ("client.py", "Client", 240), ("client.py", None, 600),
+           ("mcp_http.py", None, 400), ("server.py", None, 350), ("index_build.py", None, 450)]
 
 
 def docstring_lines(tree):
@@ -59,7 +59,10 @@ def test_code_line_counter_counts_what_the_budget_means():
     assert sorted(code_lines(source)) == [2, 5, 6, 9, 10]
 
 
-@pytest.mark.parametrize("name, cls, budget", BUDGETS, ids=[b[0] for b in BUDGETS])
+BUDGET_IDS = [f"{name} {cls}" if cls else name for name, cls, _ in BUDGETS]
+
+
+@pytest.mark.parametrize("name, cls, budget", BUDGETS, ids=BUDGET_IDS)
 def test_budget(name, cls, budget):
     source = (ROOT / name).read_text(encoding="utf-8")
     first, last = 1, None

@@ -9,7 +9,7 @@ import math
 import sys
 import typing
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -56,6 +56,13 @@ HINTS = [
     (Literal[1, 2, 3], {"enum": [1, 2, 3]}),
     (Literal["a"] | None, {"anyOf": [{"enum": ["a"]}, {"type": "null"}]}),
     (list[Literal["x", "y"]], {"type": "array", "items": {"enum": ["x", "y"]}}),
+    # Annotated's text describes the argument; anything else in it is the tool's own business.
+    (Annotated[str, "UK town name"], {"type": "string", "description": "UK town name"}),
+    (Annotated[int, "how many", "at most 10"], {"type": "integer",
+                                                "description": "how many at most 10"}),
+    (Annotated[Literal["a"] | None, {"x": 1}], {"anyOf": [{"enum": ["a"]}, {"type": "null"}]}),
+    (list[Annotated[str, "a tag"]], {"type": "array",
+                                     "items": {"type": "string", "description": "a tag"}}),
 ]
 
 
@@ -69,6 +76,16 @@ def test_schema_for_every_supported_hint(hint, expected):
 def test_unsupported_hint_is_a_type_error_at_decoration(hint):
     with pytest.raises(TypeError, match="'x'"):
         schema_of(hint)
+
+
+def test_an_annotated_description_sits_with_the_default():
+    def forecast(town: Annotated[str, "UK town name"], days: Annotated[int, "1 to 7"] = 3) -> str:
+        return ""
+
+    definition, _ = describe_tool(forecast)
+    assert definition["inputSchema"]["properties"] == {
+        "town": {"type": "string", "description": "UK town name"},
+        "days": {"type": "integer", "description": "1 to 7", "default": 3}}
 
 
 def test_full_definition_with_defaults_and_required_in_signature_order():

@@ -25,7 +25,7 @@ LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 META = "io.modelcontextprotocol/"
 SERVER_INFO = {"name": "wire-test", "version": "1.2.3"}
-CAPABILITIES = {"tools": {"listChanged": False}}
+CAPABILITIES = {"tools": {}}  # listChanged left out: false
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 UNSUPPORTED_VERSION = -32022
 
@@ -422,9 +422,11 @@ def test_handshake_sequence_step_by_step(session):
 
 
 def test_tools_list_exact_legacy():
-    run = exchange([*HANDSHAKE, req(1, "tools/list"), req(2, "tools/list", {"cursor": "ignored"})])
-    assert run.result(1) == {"tools": TOOLS}
-    assert run.result(2) == {"tools": TOOLS}  # one page; no nextCursor
+    run = exchange([*HANDSHAKE, req(1, "tools/list"), req(2, "tools/list", {"cursor": "made-up"})])
+    assert run.result(1) == {"tools": TOOLS}  # one page; no nextCursor
+    # A cursor this server did not give (spec: utilities/pagination, Error Handling).
+    assert run.error(2) == {"code": INVALID_PARAMS,
+                            "message": 'Invalid params: unknown cursor "made-up"'}
 
 
 def test_logging_is_not_offered():
@@ -597,7 +599,7 @@ def test_whatever_a_tool_raises_fails_only_its_own_call(tmp_path):
              'failed: %s"}],"isError":true}}'
     assert sorted(done.stdout.decode().splitlines()) == [  # answers come as tools finish
         failed % ("awaits_cancelled", "awaits_cancelled", "CancelledError: "),
-        failed % ("first", "first", "RuntimeError: the tool raised StopIteration"),
+        failed % ("first", "first", "RuntimeError: the function raised StopIteration"),
         failed % ("interrupted", "interrupted", "KeyboardInterrupt: from a tool"),
         '{"jsonrpc":"2.0","id":"last","result":{}}',
         failed % ("odd", "odd", "Odd: odd"),
