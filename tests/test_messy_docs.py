@@ -4,7 +4,8 @@ each other or a searching server, builds killed half way, and bad settings.
 
 Every fixture is made here, at test time. Reading permissions cannot be taken from root, so
 when the tests run as root the processes that must meet an unreadable file run as `nobody`
-(setpriv), in a folder every user may enter.
+(setpriv), in a folder every user may enter, from copies of the scripts put there: the
+checkout itself may sit in a folder only its owner may enter.
 """
 
 import hashlib
@@ -29,10 +30,9 @@ from conftest import DOCS, ROOT, LiveServer, server_command, text_of
 NOBODY = 65534
 
 
-def run_cli(*args, user_prefix=(), env=None, timeout=300):
-    return subprocess.run([*user_prefix, sys.executable, str(ROOT / "index_build.py"),
-                           *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=ROOT)
+def run_cli(*args, python=(sys.executable,), scripts=ROOT, env=None, timeout=300):
+    return subprocess.run([*python, str(scripts / "index_build.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=scripts)
 
 
 def start_cli(*args):
@@ -78,13 +78,27 @@ def open_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def as_other_user():
-    """The command prefix that makes a process subject to file permissions."""
+def as_other_user(folder):
+    """(python, scripts): the command that runs the project's Python as a user subject to file
+    permissions, and the folder holding the scripts it can run. As root that user is `nobody`,
+    and the scripts are copies in `folder`, which every user may read; the Python is the
+    virtualenv's own folder with links resolved (.venv may be a link into a shared one).
+    Skips, saying why, where `nobody` cannot run it: a virtualenv inside a private checkout."""
     if os.geteuid() != 0:
-        return ()
+        return (sys.executable,), ROOT
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make a file unreadable")
-    return ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
+    for name in ("index_build.py", "server.py", "mcp_min.py", "mcp_http.py"):
+        shutil.copy(ROOT / name, folder / name)
+    python = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+              os.path.join(os.path.realpath(sys.prefix), "bin", "python"))
+    probe = subprocess.run([*python, str(folder / "server.py"), "--help"], cwd=folder,
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"`nobody` cannot run {python[-1]} with the project's packages ({why}); "
+                    "the virtualenv must sit where other users may read it")
+    return python, folder
 
 
 def copy_docs(folder, names=("faq.txt", "hours_access.txt", "menu_prices.txt")):
@@ -192,20 +206,21 @@ def test_a_server_over_a_messy_folder_serves_the_good_files(messy_index):
 
 
 def test_unreadable_files_are_skipped_and_an_unreadable_folder_is_one_line(open_folder):
-    prefix = as_other_user()
+    python, scripts = as_other_user(open_folder)
     docs = copy_docs(open_folder / "docs")
     (docs / "locked.txt").write_text("Locked\n\nNobody may read this file.\n")
     (docs / "locked.txt").chmod(0)
     env = {**os.environ, "HOME": str(open_folder)}
-    result = run_cli("--docs", docs, "--index", open_folder / "index", user_prefix=prefix, env=env)
+    result = run_cli("--docs", docs, "--index", open_folder / "index", python=python,
+                     scripts=scripts, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "index_build: skipping locked.txt: cannot be read (permission denied)\n"
     assert "locked.txt" not in index_build.read_manifest(open_folder / "index")["files"]
 
     docs.chmod(0)
     try:
-        result = run_cli("--docs", docs, "--index", open_folder / "index", user_prefix=prefix,
-                         env=env)
+        result = run_cli("--docs", docs, "--index", open_folder / "index", python=python,
+                         scripts=scripts, env=env)
     finally:
         docs.chmod(0o777)
     assert result.returncode == 1
@@ -634,12 +649,12 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
 
 
 def test_an_unreadable_document_fails_only_the_call_that_needs_it(open_folder, model):
-    prefix = as_other_user()
+    python, scripts = as_other_user(open_folder)
     docs = copy_docs(open_folder / "docs")
     index_dir = open_folder / "index"
     index_build.build_index(docs, index_dir, model=model)
     (docs / "faq.txt").chmod(0)
-    live = LiveServer([*prefix, *server_command(index_dir)],
+    live = LiveServer([*python, str(scripts / "server.py"), "--index", str(index_dir)],
                       env={**os.environ, "HOME": str(open_folder)})
     try:
         result = live.call("get_document", {"name": "faq.txt"})
