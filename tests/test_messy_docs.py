@@ -306,7 +306,8 @@ def fake_index(index_dir, docs, files):
     build_dir.mkdir()
     manifest = {"model": index_build.MODEL_NAME, "dimension": 384, "index_type": "IndexFlatIP",
                 "docs_dir": os.path.relpath(docs, index_dir), "data": "data-test",
-                "counts": {"files": len(files), "passages": len(passages)}, "files": entries}
+                "counts": {"files": len(files), "passages": len(passages)}, "files": entries,
+                "ranking": index_build.RANKING}
     index_build.write_index_files(build_dir, index_build.make_faiss_index(vectors), passages,
                                   manifest)
     index_build.publish(build_dir, index_dir, manifest)
@@ -480,7 +481,6 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(small_docs, tmp_pat
     build.communicate(timeout=60)
     assert leftovers(index_dir)
     (index_dir / "data-orphan").mkdir()  # renamed into place, then killed before the manifest
-    (tmp_path / ".index-building-old").mkdir()  # what versions before data folders left
     manifest = index_build.build_index(small_docs, index_dir, model=model)
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -507,16 +507,20 @@ def test_index_given_as_a_symlink_updates_its_target(small_docs, tmp_path, model
         index_build.build_index(small_docs, dangling, model=model)
 
 
-def test_an_index_of_the_old_layout_is_read_and_then_replaced(small_docs, tmp_path, model):
+def test_an_index_of_the_old_layout_asks_for_a_rebuild_that_replaces_it(small_docs, tmp_path,
+                                                                        model):
     index_dir = tmp_path / "index"
     manifest = index_build.build_index(small_docs, index_dir, model=model)
-    # Before data folders, the three files sat side by side.
+    # Before data folders, the three files sat side by side, and the manifest had no sha256.
     for name in ("vectors.faiss", "passages.jsonl"):
         (index_dir / manifest["data"] / name).rename(index_dir / name)
     (index_dir / manifest["data"]).rmdir()
-    del manifest["data"]
+    for key in ("data", "sha256", "data_sha256"):
+        del manifest[key]
     (index_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert index_build.load_index(index_dir)[1].ntotal == manifest["counts"]["passages"]
+    with pytest.raises(index_build.IndexProblem, match=r"^the search index was made by another "
+                       r"version of index_build.py; run `.*` to rebuild it$"):
+        index_build.load_index(index_dir)
     manifest = index_build.build_index(small_docs, index_dir, model=model)
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -570,45 +574,48 @@ def drop_source(path):
     path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
 
 
+EDITED = "manifest.json was changed after the build: it does not match its sha256"
+NOT_WRITTEN = "is not the file the build wrote: it does not match its sha256"
+# The manifest holds the sha256 of its own content and of each data file, so every edit,
+# cut or stray file is named by the file it hit, whatever was done to it.
 DAMAGE = {
     "manifest is a list": (lambda d: (d / "manifest.json").write_text("[]"),
-                           "manifest.json: the top level is [], not an object"),
+                           "manifest.json holds a list, not an object"),
     "manifest is empty": (lambda d: (d / "manifest.json").write_text(""),
                           "manifest.json is empty"),
     "manifest is truncated": (lambda d: (d / "manifest.json").write_text('{"model": "sen'),
                               "manifest.json is not valid JSON"),
     "manifest is not UTF-8": (lambda d: (d / "manifest.json").write_bytes(b'{"\xff": 1}'),
-                              "manifest.json is not UTF-8"),
+                              "manifest.json is not valid JSON: 'utf-8' codec can't decode"),
     "manifest has no files": (edit_manifest(lambda m: {k: v for k, v in m.items() if k != "files"}),
-                              "manifest.json: no 'files' object"),
+                              EDITED),
     "a file entry is a string": (edit_manifest(lambda m: {**m, "files": {"faq.txt": "x"}}),
-                                 "the entry for faq.txt lacks its title"),
+                                 EDITED),
     "a file name is a path": (edit_manifest(lambda m: {**m, "files": {
-        "../x.txt": m["files"]["faq.txt"]}}), '"../x.txt" is not a file name'),
-    "manifest dimension": (edit_manifest(lambda m: {**m, "dimension": 768}),
-                           "'dimension' is 768, but the model makes 384-dimensional vectors"),
-    "docs_dir with a NUL": (edit_manifest(lambda m: {**m, "docs_dir": "do\0cs"}),
-                            "manifest.json: no 'docs_dir' string"),
-    "data is a path": (edit_manifest(lambda m: {**m, "data": "../../etc"}),
-                       "'data' is \"../../etc\", not the name of a data folder"),
-    "data folder missing": (edit_manifest(lambda m: {**m, "data": "data-gone"}),
-                            "vectors.faiss is missing"),
-    "vectors missing": (edit_data("vectors.faiss", Path.unlink), "vectors.faiss is missing"),
+        "../x.txt": m["files"]["faq.txt"]}}), EDITED),
+    "manifest dimension": (edit_manifest(lambda m: {**m, "dimension": 768}), EDITED),
+    "docs_dir with a NUL": (edit_manifest(lambda m: {**m, "docs_dir": "do\0cs"}), EDITED),
+    "data is a path": (edit_manifest(lambda m: {**m, "data": "../../etc"}), EDITED),
+    "data folder missing": (edit_data("vectors.faiss", lambda p: shutil.rmtree(p.parent)),
+                            "vectors.faiss cannot be read: no such file or directory"),
+    "vectors missing": (edit_data("vectors.faiss", Path.unlink),
+                        "vectors.faiss cannot be read: no such file or directory"),
     "vectors empty": (edit_data("vectors.faiss", lambda p: p.write_bytes(b"")),
-                      "vectors.faiss is truncated or not a faiss index"),
+                      "vectors.faiss " + NOT_WRITTEN),
     "vectors truncated": (edit_data("vectors.faiss", lambda p: p.write_bytes(p.read_bytes()[:500])),
-                          "vectors.faiss is truncated or not a faiss index"),
+                          "vectors.faiss " + NOT_WRITTEN),
     "vectors of another dimension": (edit_data("vectors.faiss", other_dimension),
-                                     "the vectors have 16 dimensions, the manifest says 384"),
-    "passages missing": (edit_data("passages.jsonl", Path.unlink), "passages.jsonl is missing"),
+                                     "vectors.faiss " + NOT_WRITTEN),
+    "passages missing": (edit_data("passages.jsonl", Path.unlink),
+                         "passages.jsonl cannot be read: no such file or directory"),
     "passages empty": (edit_data("passages.jsonl", lambda p: p.write_text("")),
-                       "vectors but 0 passages"),
+                       "passages.jsonl " + NOT_WRITTEN),
     "passage without source": (edit_data("passages.jsonl", drop_source),
-                               "passages.jsonl line 1: no 'source'"),
+                               "passages.jsonl " + NOT_WRITTEN),
     "passage line not JSON": (edit_data("passages.jsonl", lambda p: p.write_text("{oops\n")),
-                              "passages.jsonl line 1 is not JSON"),
+                              "passages.jsonl " + NOT_WRITTEN),
     "passage is a list": (edit_data("passages.jsonl", lambda p: p.write_text("[1]\n")),
-                          "passages.jsonl line 1: not an object"),
+                          "passages.jsonl " + NOT_WRITTEN),
 }
 
 
@@ -630,7 +637,8 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
     try:
         result = live.call("search", {"query": "dog"})
         assert result["isError"] is True
-        assert "the search index is damaged (passages.jsonl line 1: no 'source')" in text_of(result)
+        assert ("the search index is damaged (passages.jsonl is not the file the build wrote"
+                in text_of(result))
         assert_no_paths(text_of(result), fresh_index)
         # The manifest is fine, so the other tools still work.
         assert live.call("list_documents")["isError"] is False
@@ -640,7 +648,7 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
         for tool, arguments in [("search", {"query": "dog"}), ("list_documents", {}),
                                 ("get_document", {"name": "faq.txt"})]:
             result = live.call(tool, arguments)
-            assert result["isError"] is True and "top level is [], not an object" in text_of(result)
+            assert result["isError"] is True and "holds a list, not an object" in text_of(result)
 
         index_build.build_index(fresh_index.parent / "docs", fresh_index, model=model)
         assert live.call("search", {"query": "dog"})["isError"] is False
