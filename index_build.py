@@ -607,17 +607,20 @@ def write_index_files(build_dir, faiss_index, passages, manifest):
 def publish(build_dir, index_dir, manifest):
     """Make the finished build_dir the index: move it to its data folder, then swap the manifest.
 
-    os.replace of one file is atomic: readers see the old manifest or the new one. The old
+    os.replace of one file is atomic: readers see the old manifest or the new one. SIGTERM
+    and SIGINT wait until both steps are done: landing just after the swap, one made the
+    clean-up meant for a failed swap delete the data folder the new manifest names. The old
     data folders are deleted after the swap; a server that was just reading one finds its
     files gone, sees that the manifest changed, and reads the new one (load_index).
     """
     data_dir = Path(index_dir) / manifest["data"]
-    os.rename(build_dir, data_dir)
-    try:
-        os.replace(data_dir / MANIFEST_FILE, Path(index_dir) / MANIFEST_FILE)
-    except BaseException:  # including an interruption: the unnamed data folder must go too
-        shutil.rmtree(data_dir, ignore_errors=True)
-        raise
+    with signals_held():
+        os.rename(build_dir, data_dir)
+        try:
+            os.replace(data_dir / MANIFEST_FILE, Path(index_dir) / MANIFEST_FILE)
+        except OSError:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            raise
     remove_leftovers(index_dir, keep=manifest["data"])
 
 
@@ -893,6 +896,7 @@ def main(argv=None):
             return 2
 
     started = time.perf_counter()
+    before = file_stamp(Path(args.index) / MANIFEST_FILE)
     previous = {number: signal.signal(number, stop_on_signal)
                 for number in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -902,7 +906,11 @@ def main(argv=None):
         return 1
     except Interrupted as e:
         name = signal.Signals(e.args[0]).name
-        print(f"index_build: stopped by {name}; the index was not changed", file=sys.stderr)
+        # Honest either way: a signal held through the publish lands after the swap.
+        what = "; the index was not changed"
+        if file_stamp(Path(args.index) / MANIFEST_FILE) != before:
+            what = " after the new index was in place; it is complete"
+        print(f"index_build: stopped by {name}{what}", file=sys.stderr)
         return 128 + e.args[0]
     finally:
         for number, handler in previous.items():
