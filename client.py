@@ -860,7 +860,9 @@ def main(argv=None):
             parser.error("--index is an empty string; give it the index folder (default: index)")
         # Our own server cannot search without an index: say so before starting it.
         if not (Path(args.index) / "manifest.json").is_file():
-            note(f"error: no search index in {args.index}/; run `make index` first")
+            build = ("make index" if args.index == "index"  # make index builds index/ alone
+                     else f"python index_build.py --docs DOCS --index {args.index}")
+            note(f"error: no search index in {args.index}/; run `{build}` first")
             return 1
         python, shown, python_note = server_python()
         command = [python, str(HERE / "server.py"), "--index", args.index]

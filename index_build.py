@@ -688,8 +688,15 @@ def file_stamp(path):
 
 
 def rebuild_command(index_dir):
-    """The command that rebuilds an index folder, for messages."""
-    return "make index"
+    """The command that rebuilds an index folder, for messages: `make index` for the default
+    one, else index_build.py naming the folder as it was given. Messages may reach a client,
+    which must not learn the server's paths: an absolute path is shown by its last part."""
+    index_dir = str(index_dir)
+    if index_dir == "index":
+        return "make index"
+    if os.path.isabs(index_dir):
+        index_dir = ".../" + os.path.basename(index_dir)
+    return f"python index_build.py --docs DOCS --index {index_dir}"
 
 
 def damaged(index_dir, problem):
