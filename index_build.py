@@ -17,7 +17,8 @@ The index folder then holds:
 
     manifest.json           model, dimension, counts, the ranking, the sha256 of every
                             source file (so a server can tell when the docs changed), the
-                            files skipped and why, and "data": the folder holding the rest
+                            files skipped and why, "data": the folder holding the rest, and
+                            the sha256 of each file there and of the manifest's own content
     data-*/vectors.faiss    the vectors, a FAISS index (inner product of unit vectors = cosine)
     data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
     .lock                   held by the build that is running, so two builds never mix
@@ -33,8 +34,9 @@ inside the folder (a symlink out of it, a FIFO). The build fails only when nothi
 
 Below the build come its parts: reading the documents, splitting them, the model, and the
 index folder's hygiene (the lock, leftovers, the atomic publish). Then the other half of an
-index's life, used by server.py and eval.py: reading it back (every damage named), telling
-whether the docs changed since, and ranking passages for a query. Nothing heavy is imported
+index's life, used by server.py and eval.py: reading it back (a file that is not the one
+the build wrote is named), telling whether the docs changed since, and ranking passages for
+a query. Nothing heavy is imported
 at the top, so `import index_build` stays instant: torch, sentence-transformers, faiss and
 bm25s are imported inside the functions that need them.
 """
@@ -125,15 +127,14 @@ class IndexProblem(Exception):
 # ----------------------------------------------------------------------------
 # A build: scan -> split -> embed -> write -> publish
 
-def build_index(docs_dir, index_dir, model=None, show_progress=None, skipped=None):
+def build_index(docs_dir, index_dir, model=None):
     """Build the index for docs_dir into index_dir and return its manifest.
 
     model: an already loaded model (the tests share one), else one is loaded here.
-    skipped: if given, a dict that receives {shown name: reason} for the files left out.
     Raises BuildError for problems the user can fix; on any failure, interruptions
     included, index_dir is as it was and no temporary folder is left.
     """
-    skipped = {} if skipped is None else skipped
+    skipped = {}  # shown name -> why, for each file left out
     files, passages = read_documents(docs_dir, skipped)
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
@@ -146,15 +147,12 @@ def build_index(docs_dir, index_dir, model=None, show_progress=None, skipped=Non
             if model is None:
                 with signals_held():  # a signal inside an import of torch breaks it for good
                     model = load_model()
-            if show_progress is None:
-                show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
             texts = embedding_texts(files, passages, RANKING["passage_text"])
-            faiss_index = make_faiss_index(embed(model, texts, show_progress_bar=show_progress))
+            progress_bar = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
+            faiss_index = make_faiss_index(embed(model, texts, show_progress_bar=progress_bar))
             manifest = {
                 "model": MODEL_NAME,
                 "dimension": faiss_index.d,
-                "normalized": True,
-                "metric": "inner_product",
                 "index_type": type(faiss_index).__name__,
                 "docs_dir": os.path.relpath(Path(docs_dir).resolve(), index_dir.resolve()),
                 "created": created.isoformat(timespec="seconds"),
