@@ -747,7 +747,9 @@ def main(argv=None):
     elif args.server:
         client, label = Client(args.server, **options), f"start `{' '.join(args.server)}`"
     elif not (Path(args.index) / "manifest.json").is_file():  # say so before starting server.py
-        note(f"error: no search index in {args.index}/; run `make index` first")
+        build = ("make index" if args.index == "index"  # make index builds index/ alone
+                 else f"python index_build.py --docs DOCS --index {args.index}")
+        note(f"error: no search index in {args.index}/; run `{build}` first")
         return 1
     else:
         python, shown, python_note = server_python()

@@ -1,37 +1,44 @@
 """
-index_build.py - turn a folder of text files into a searchable vector index.
+index_build.py - turn a folder of text files into a searchable vector index, and read it back.
 
-    python index_build.py [--docs docs] [--index index]
+    python index_build.py [--docs docs] [--index index]        (make index)
 
-Every .txt and .md file directly inside --docs is read (in name order), cut into
-passages of a paragraph or so, and each passage is turned into a 384-number vector
-by the all-MiniLM-L6-v2 sentence-embedding model. Passages that mean similar things
-get vectors that point in similar directions, so "can I bring a dog" lands near the
-paragraph about dogs even though the words differ.
+A build, in build_index below, is five steps:
+
+    scan     every .txt and .md file directly inside --docs, in name order
+    split    each file into passages of a paragraph or so
+    embed    each passage into a 384-number vector (the all-MiniLM-L6-v2 model): passages
+             that mean similar things point in similar directions, so "can I bring a dog"
+             lands near the paragraph about dogs even though the words differ
+    write    the vectors and passages into a new data folder
+    publish  swap manifest.json, which names that folder, with one atomic rename
+
+The index folder then holds:
+
+    manifest.json           model, dimension, counts, the ranking, the sha256 of every
+                            source file (so a server can tell when the docs changed), the
+                            files skipped and why, "data": the folder holding the rest, and
+                            the sha256 of each file there and of the manifest's own content
+    data-*/vectors.faiss    the vectors, a FAISS index (inner product of unit vectors = cosine)
+    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
+    .lock                   held by the build that is running, so two builds never mix
+
+A server reading the index meanwhile sees the old index or the new one, never a mix, and a
+failed or interrupted build (SIGTERM, Ctrl-C) leaves the old index as it was. What a build
+killed outright leaves behind is removed by the next.
 
 A file that cannot be a document is skipped with one line on stderr that says why: it
 cannot be read, its bytes are not text (NUL bytes, not UTF-8, mostly control characters),
-it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is a symlink out of the
-folder. The build fails as a whole only when no usable file is left.
+it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is not a regular file
+inside the folder (a symlink out of it, a FIFO). The build fails only when nothing is left.
 
-The index folder ends up holding:
-
-    manifest.json     model name, dimension, index type, counts, creation time, the sha256
-                      of every source file (so a server can tell when docs changed), the
-                      files skipped and why, and "data": the folder holding the rest
-    data-*/vectors.faiss    the vectors, in a FAISS index (inner product on unit vectors = cosine)
-    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
-    .lock             held by the build that is running, so two builds never mix
-
-Each build writes a new data folder under a temporary name and then swaps manifest.json
-with one atomic rename: a server reading the index meanwhile sees the old index or the
-new one, never a mix, and a failed or interrupted build (SIGTERM, Ctrl-C) leaves the
-old index as it was. Leftovers of a build that was killed outright are removed by the next.
-
-This module is also the one place that knows how to load the embedding model
-(load_model) and read an index back (load_index); server.py imports both. It imports
-nothing heavy at the top so that `import index_build` stays instant: torch,
-sentence-transformers and faiss are imported inside the functions that need them.
+Below the build come its parts: reading the documents, splitting them, the model, and the
+index folder's hygiene (the lock, leftovers, the atomic publish). Then the other half of an
+index's life, used by server.py and eval.py: reading it back (a file that is not the one
+the build wrote is named), telling whether the docs changed since, and ranking passages for
+a query. Nothing heavy is imported
+at the top, so `import index_build` stays instant: torch, sentence-transformers, faiss and
+bm25s are imported inside the functions that need them.
 """
 
 import argparse
@@ -46,14 +53,11 @@ import shutil
 import signal
 import stat
 import sys
-import tempfile
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-EMBEDDING_DIMENSION = 384  # what the model makes; an index of any other size is damaged
 DOC_SUFFIXES = (".txt", ".md")
 
 # The largest document accepted: 32 MiB of text is some 35,000 passages, about seven
@@ -83,20 +87,22 @@ MIN_PASSAGE_CHARS = 120
 HNSW_THRESHOLD = 50_000
 HNSW_NEIGHBOURS = 32      # links per node in the graph (faiss' usual "M")
 HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 0.98 at 128 (100k)
-
 # Show a progress bar (on stderr, drawn by sentence-transformers) only when embedding
 # takes long enough to be worth watching.
 PROGRESS_BAR_MIN_PASSAGES = 1000
 
-# How passages are embedded and ranked: chosen by measurement (`make eval`; the tables are in
-# measure/README.md) and recorded in the manifest, so that server.py ranks an index
-# the way it was built. passage_text "title": the document's title is embedded with each
-# passage. fusion: "none" (cosine only), "weighted" (cosine + bm25_weight * BM25 / best BM25)
-# or "rrf" (reciprocal rank fusion). distinct_sources: one passage per file comes first.
+# How passages are embedded and ranked: chosen by measurement (`make eval`; the tables
+# are in measure/README.md) and recorded in the manifest. passage_text "title": the
+# document's title is embedded with each passage. fusion: cosine + bm25_weight * BM25 /
+# best BM25 (see rank_passages). distinct_sources: each file's best passage comes first.
 RANKING = {"passage_text": "title", "fusion": "weighted", "bm25_weight": 0.1,
            "distinct_sources": True}
-# What an index built before the manifest recorded its ranking was: plain passages, cosine.
-PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
+PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}  # eval's base
+# How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
+# picks top_k of them. 50 covers every passage of a small corpus; on a large one a passage
+# that neither ranker puts in its top 50 is not a plausible answer anyway.
+FUSION_CANDIDATES = 50
+RRF_K = 60  # reciprocal rank fusion's usual damping constant (eval.py's "rrf" variants)
 
 MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
@@ -104,21 +110,158 @@ VECTORS_FILE = "vectors.faiss"
 LOCK_FILE = ".lock"
 DATA_PREFIX = "data-"           # data-<time>-<random>: the vectors and passages of one build
 BUILDING_PREFIX = ".building-"  # a data folder still being written
-OLD_LAYOUT_FILES = (VECTORS_FILE, PASSAGES_FILE)  # once written next to manifest.json
-# A passage read back longer than this means a damaged or foreign passages.jsonl; the bound
-# also keeps 50 search results far below the protocol's message limit.
-MAX_STORED_PASSAGE_CHARS = 2 * MAX_PASSAGE_CHARS
 
 
 class BuildError(Exception):
     """A problem the user can fix (wrong folder, bad file); shown without a traceback."""
 
 
+class Unusable(Exception):
+    """A file that cannot be a document; the message says why, e.g. "holds NUL bytes: ..."."""
+
+
+class IndexProblem(Exception):
+    """The index is missing, damaged or out of date; the message says what to run."""
+
+
+# ----------------------------------------------------------------------------
+# A build: scan -> split -> embed -> write -> publish
+
+def build_index(docs_dir, index_dir, model=None):
+    """Build the index for docs_dir into index_dir and return its manifest.
+
+    model: an already loaded model (the tests share one), else one is loaded here.
+    Raises BuildError for problems the user can fix; on any failure, interruptions
+    included, index_dir is as it was and no temporary folder is left.
+    """
+    skipped = {}  # shown name -> why, for each file left out
+    files, passages = read_documents(docs_dir, skipped)
+    check_index_dir(index_dir)
+    created = datetime.now(timezone.utc)
+    data = f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+    with build_lock(index_dir) as index_dir:
+        build_dir = index_dir / (BUILDING_PREFIX + data)
+        try:
+            with writing(index_dir):
+                build_dir.mkdir()
+            if model is None:
+                with signals_held():  # a signal inside an import of torch breaks it for good
+                    model = load_model()
+            texts = embedding_texts(files, passages, RANKING["passage_text"])
+            progress_bar = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
+            faiss_index = make_faiss_index(embed(model, texts, show_progress_bar=progress_bar))
+            manifest = {
+                "model": MODEL_NAME,
+                "dimension": faiss_index.d,
+                "index_type": type(faiss_index).__name__,
+                "docs_dir": os.path.relpath(Path(docs_dir).resolve(), index_dir.resolve()),
+                "created": created.isoformat(timespec="seconds"),
+                "data": data,
+                "counts": {"files": len(files), "passages": len(passages),
+                           "skipped": len(skipped)},
+                "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
+                "ranking": RANKING,
+                "files": files,
+                "skipped": skipped,
+            }
+            with writing(index_dir):
+                write_index_files(build_dir, faiss_index, passages, manifest)
+                publish(build_dir, index_dir, manifest)
+        finally:  # whatever happened, no temporary folder is left behind
+            shutil.rmtree(build_dir, ignore_errors=True)
+    return manifest
+
+
 # ----------------------------------------------------------------------------
 # Reading the documents
 
-class Unusable(Exception):
-    """A file that cannot be a document; the message says why, e.g. "holds NUL bytes: ..."."""
+def read_documents(docs_dir, skipped=None):
+    """Read every document, returning (files, passages) ready to embed and describe.
+
+    files:    {name: {"sha256", "bytes", "title", "passages"}} in name order
+    passages: [{"source", "passage", "paragraph", "text"}], passage numbered from 1 per file
+    skipped:  if given, a dict that receives {shown name: reason} for every file that could
+              not be used; each one is also reported on stderr as it is met.
+    Raises BuildError when the folder cannot be read or nothing usable is in it.
+    """
+    docs_dir = Path(docs_dir)
+    skipped = {} if skipped is None else skipped
+    if not docs_dir.is_dir():
+        raise BuildError(f"docs folder not found: {docs_dir} is not an existing folder")
+    try:
+        paths, unusable = scan_docs(docs_dir)
+    except OSError as e:
+        raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
+    if not paths and not unusable:
+        raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
+
+    def skip(shown, reason):
+        skipped[shown] = reason
+        print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
+
+    for shown, reason in unusable:
+        skip(shown, reason)
+    files, passages = {}, []
+    for path in paths:
+        try:
+            data = read_document_bytes(path)
+            text = decode_text(data)
+        except Unusable as e:
+            skip(path.name, str(e))
+            continue
+        pieces = split_into_passages(text)
+        files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                            "title": document_title(text), "passages": len(pieces)}
+        for position, (paragraph, passage_text) in enumerate(pieces, start=1):
+            passages.append({"source": path.name, "passage": position,
+                             "paragraph": paragraph, "text": passage_text})
+    if not files:
+        raise BuildError(f"none of the {len(skipped)} .txt/.md files in {docs_dir} can be used "
+                         "(see the lines above): nothing to index")
+    if not passages:
+        raise BuildError(f"the files in {docs_dir} contain no text: nothing to index")
+    return files, passages
+
+
+def scan_docs(docs_dir):
+    """(usable, skipped): the candidate documents directly inside docs_dir, in name order.
+
+    Candidates are the .txt and .md files; hidden files (editor swap files and the like)
+    and other suffixes are not documents and are passed over without a word.
+    usable:  [Path] of candidates whose name and place are fine (their bytes are checked
+             when they are read)
+    skipped: [(shown name, reason)] for candidates whose name is not printable UTF-8, or
+             that are not a regular file inside the folder: a symlink pointing at
+             /etc/passwd must never become a "document".
+    An unreadable folder raises OSError.
+    """
+    docs_dir = Path(docs_dir)
+    usable, skipped = [], []
+    with os.scandir(docs_dir) as entries:
+        entries = sorted(entries, key=lambda entry: entry.name)
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
+            continue
+        problem = name_problem(name)
+        if problem is None and not is_file_inside(docs_dir, entry):
+            problem = "not a regular file inside the docs folder"
+        if problem is None:
+            usable.append(docs_dir / name)
+        else:
+            skipped.append((shown_name(name), problem))
+    return usable, skipped
+
+
+def is_file_inside(docs_dir, entry):
+    """Whether a folder entry is a regular file, or a symlink to one in the same folder."""
+    try:
+        if not entry.is_symlink():  # no system call: scandir read the entry's type
+            return entry.is_file(follow_symlinks=False)
+        real = Path(entry.path).resolve()
+        return real.parent == docs_dir.resolve() and real.is_file()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
 
 
 def shown_name(name):
@@ -129,15 +272,13 @@ def shown_name(name):
     characters (a newline, an escape) become \\n, \\x1b and the like.
     """
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    if text == name and text.isprintable():
-        return name
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                    for c in text)
 
 
 def name_problem(name):
     """Why a file name cannot be a document name (which JSON and a model must carry), or None."""
-    if shown_name(name) == name:
+    if name.isprintable():  # a lone surrogate (a byte that is not UTF-8) is not printable
         return None
     try:
         name.encode("utf-8")
@@ -151,68 +292,32 @@ def os_reason(error):
     return (error.strerror or type(error).__name__).lower()
 
 
-def scan_docs(docs_dir):
-    """(usable, skipped): the candidate documents directly inside docs_dir, in name order.
-
-    Candidates are the .txt and .md files; hidden files (editor swap files and the like)
-    and other suffixes are not documents and are passed over without a word.
-    usable:  [Path] of candidates whose name and place are fine (their bytes are checked
-             when they are read)
-    skipped: [(shown name, reason)] for candidates that cannot be documents: a name that
-             is not UTF-8, or not a regular file inside the folder - a symlink pointing at
-             /etc/passwd must never become a "document".
-    An unreadable folder raises OSError.
-    """
-    docs_dir = Path(docs_dir)
-    root = None  # resolved only when a symlink needs checking: resolving costs a syscall per part
-    usable, skipped = [], []
-    with os.scandir(docs_dir) as entries:
-        entries = sorted(entries, key=lambda entry: entry.name)
-    for entry in entries:
-        name = entry.name
-        if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
-            continue
-        problem = name_problem(name)
-        if problem is None:
-            path = docs_dir / name
-            try:
-                if entry.is_symlink():
-                    root = root or docs_dir.resolve()
-                    real = path.resolve()
-                    inside = real.parent == root and real.is_file()
-                else:
-                    inside = entry.is_file(follow_symlinks=False)
-            except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-                inside = False
-            if not inside:
-                problem = "not a regular file inside the docs folder"
-        if problem is None:
-            usable.append(path)
-        else:
-            skipped.append((shown_name(name), problem))
-    return usable, skipped
-
-
-def read_document_bytes(path, limit=None):
-    """The bytes of one document, or Unusable if it is not a readable regular file within limit."""
-    limit = MAX_FILE_BYTES if limit is None else limit
+def open_document(path):
+    """The open file of a document, or Unusable if it cannot be read or is not a regular file."""
     try:
         # O_NONBLOCK: a FIFO that took a document's place must not hang the build.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
         raise Unusable(f"cannot be read ({os_reason(e)})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Unusable("not a regular file")
-        too_big = f"larger than the {limit / 2 ** 20:g} MiB limit for one document"
-        if info.st_size > limit:
-            raise Unusable(f"{too_big} ({info.st_size / 2 ** 20:.1f} MiB)")
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise Unusable("not a regular file")
+    return f
+
+
+def read_document_bytes(path):
+    """The bytes of one document, or Unusable if it cannot be one or is over MAX_FILE_BYTES."""
+    too_big = f"larger than the {MAX_FILE_BYTES / 2 ** 20:g} MiB limit for one document"
+    with open_document(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise Unusable(f"{too_big} ({size / 2 ** 20:.1f} MiB)")
         try:
-            data = f.read(limit + 1)
+            data = f.read(MAX_FILE_BYTES + 1)
         except OSError as e:
             raise Unusable(f"cannot be read ({os_reason(e)})") from None
-    if len(data) > limit:  # it grew since fstat
+    if len(data) > MAX_FILE_BYTES:  # it grew since fstat
         raise Unusable(too_big)
     return data
 
@@ -251,16 +356,10 @@ def read_text(path):
 def file_sha256(path):
     """sha256 of a file's bytes, or None when it cannot be read (nothing to compare then)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None
-        try:
+        with open_document(path) as f:
             return hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError:
-            return None
+    except (Unusable, OSError):
+        return None
 
 
 def document_title(text):
@@ -278,6 +377,30 @@ def document_title(text):
 
 # ----------------------------------------------------------------------------
 # Cutting text into passages
+
+def split_into_passages(text):
+    """[(paragraph_number, passage_text)] for one document, paragraph numbers counted from 1.
+
+    Long paragraphs are cut at sentence boundaries; a short piece is merged into its
+    neighbour (the title into the first paragraph, a one-line note into the paragraph
+    before it) as long as the result still fits in MAX_PASSAGE_CHARS. The paragraph
+    number of a merged passage is that of its first piece.
+    """
+    pieces = [(number, part)
+              for number, paragraph in enumerate(split_paragraphs(text), start=1)
+              for part in split_long(paragraph)]
+    passages = []
+    for number, piece in pieces:
+        if passages:
+            previous_number, previous = passages[-1]
+            short = len(previous) < MIN_PASSAGE_CHARS or len(piece) < MIN_PASSAGE_CHARS
+            joiner = " " if number == previous_number else "\n\n"
+            if short and len(previous) + len(joiner) + len(piece) <= MAX_PASSAGE_CHARS:
+                passages[-1] = (previous_number, previous + joiner + piece)
+                continue
+        passages.append((number, piece))
+    return passages
+
 
 def split_paragraphs(text):
     """Paragraphs are separated by one or more blank lines."""
@@ -318,92 +441,17 @@ def split_long(paragraph, limit=MAX_PASSAGE_CHARS):
     return parts
 
 
-def split_into_passages(text):
-    """[(paragraph_number, passage_text)] for one document, paragraph numbers counted from 1.
-
-    Long paragraphs are cut at sentence boundaries; a short piece is merged into its
-    neighbour (the title into the first paragraph, a one-line note into the paragraph
-    before it) as long as the result still fits in MAX_PASSAGE_CHARS. The paragraph
-    number of a merged passage is that of its first piece.
-    """
-    pieces = [(number, part)
-              for number, paragraph in enumerate(split_paragraphs(text), start=1)
-              for part in split_long(paragraph)]
-    passages = []
-    for number, piece in pieces:
-        if passages:
-            previous_number, previous = passages[-1]
-            short = len(previous) < MIN_PASSAGE_CHARS or len(piece) < MIN_PASSAGE_CHARS
-            joiner = " " if number == previous_number else "\n\n"
-            if short and len(previous) + len(joiner) + len(piece) <= MAX_PASSAGE_CHARS:
-                passages[-1] = (previous_number, previous + joiner + piece)
-                continue
-        passages.append((number, piece))
-    return passages
-
-
-def embedding_text(title, text, passage_text):
-    """The text embedded (and BM25-indexed) for one passage: with passage_text "title", the
-    passage under its document's title, unless the passage already starts with it (the
-    title line is merged into a document's first passage)."""
-    if passage_text == "title" and title and not text.startswith(title):
-        return f"{title}\n\n{text}"
-    return text
-
-
 def embedding_texts(files, passages, passage_text):
-    """embedding_text() for every passage; files is the manifest's {name: {"title", ...}}."""
-    return [embedding_text(files[p["source"]]["title"], p["text"], passage_text) for p in passages]
-
-
-def read_documents(docs_dir, skipped=None):
-    """Read every document, returning (files, passages) ready to embed and describe.
-
-    files:    {name: {"sha256", "bytes", "title", "passages"}} in name order
-    passages: [{"source", "passage", "paragraph", "text"}], passage numbered from 1 per file
-    skipped:  if given, a dict that receives {shown name: reason} for every file that could
-              not be used; each one is also reported on stderr as it is met.
-    Raises BuildError when the folder cannot be read or nothing usable is in it.
-    """
-    docs_dir = Path(docs_dir)
-    skipped = {} if skipped is None else skipped
-    if not docs_dir.exists():
-        raise BuildError(f"docs folder not found: {docs_dir}")
-    if not docs_dir.is_dir():
-        raise BuildError(f"not a folder: {docs_dir}")
-    try:
-        paths, unusable = scan_docs(docs_dir)
-    except OSError as e:
-        raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
-
-    def skip(shown, reason):
-        skipped[shown] = reason
-        print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
-
-    for shown, reason in unusable:
-        skip(shown, reason)
-    files, passages = {}, []
-    for path in paths:
-        try:
-            data = read_document_bytes(path)
-            text = decode_text(data)
-        except Unusable as e:
-            skip(path.name, str(e))
-            continue
-        pieces = split_into_passages(text)
-        files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                            "title": document_title(text), "passages": len(pieces)}
-        for position, (paragraph, passage_text) in enumerate(pieces, start=1):
-            passages.append({"source": path.name, "passage": position,
-                             "paragraph": paragraph, "text": passage_text})
-    if not paths and not unusable:
-        raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
-    if not files:
-        raise BuildError(f"none of the {len(skipped)} .txt/.md files in {docs_dir} can be used "
-                         "(see the lines above): nothing to index")
-    if not passages:
-        raise BuildError(f"the files in {docs_dir} contain no text: nothing to index")
-    return files, passages
+    """The text embedded (and BM25-indexed) for each passage; files is the manifest's
+    {name: {"title", ...}}. With passage_text "title", a passage goes under its document's
+    title, unless it already starts with it (the title line is merged into the first one)."""
+    texts = []
+    for passage in passages:
+        title, text = files[passage["source"]]["title"], passage["text"]
+        if passage_text == "title" and title and not text.startswith(title):
+            text = f"{title}\n\n{text}"
+        texts.append(text)
+    return texts
 
 
 # ----------------------------------------------------------------------------
@@ -453,7 +501,7 @@ def make_faiss_index(vectors):
 
 
 # ----------------------------------------------------------------------------
-# Writing the index folder, all or nothing
+# The index folder: one build at a time, all or nothing
 #
 # The index folder is never replaced, only its contents: the vectors and passages of each
 # build go to a folder of their own (data-*), and manifest.json, which names that folder,
@@ -468,23 +516,24 @@ def check_index_dir(index_dir):
                          "create the folder it points to, or remove the link")
     if index_dir.exists() and not index_dir.is_dir():
         raise BuildError(f"cannot write the index: {index_dir} exists and is not a folder")
-    if not index_dir.parent.is_dir():
-        raise BuildError(f"cannot write the index: {index_dir.parent} is not an existing folder")
     if index_dir.is_dir() and not (index_dir / MANIFEST_FILE).exists():
-        try:
-            strangers = [name for name in os.listdir(index_dir) if not is_ours(name)]
-        except OSError as e:
-            raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
-        if strangers:
+        with writing(index_dir):
+            names = os.listdir(index_dir)
+        if any(name != LOCK_FILE and not name.startswith((DATA_PREFIX, BUILDING_PREFIX))
+               for name in names):
             # Never fill or clean a folder that is not an index we built (think: --index docs).
             raise BuildError(f"refusing to write the index into {index_dir}: it holds files and "
                              f"no {MANIFEST_FILE}, so it is not an index folder")
 
 
-def is_ours(name):
-    """Whether a name in an index folder is one that index_build writes."""
-    return (name in (MANIFEST_FILE, LOCK_FILE, VECTORS_FILE, PASSAGES_FILE)
-            or name.startswith((DATA_PREFIX, BUILDING_PREFIX, MANIFEST_FILE + ".")))
+@contextlib.contextmanager
+def writing(index_dir):
+    """Turn an OSError while writing the index (or faiss' RuntimeError) into a BuildError."""
+    try:
+        yield
+    except (OSError, RuntimeError) as e:
+        reason = getattr(e, "strerror", None) or e
+        raise BuildError(f"cannot write the index in {index_dir} ({reason})") from None
 
 
 @contextlib.contextmanager
@@ -498,11 +547,9 @@ def build_lock(index_dir):
     """
     index_dir = Path(index_dir)
     created = not index_dir.exists()
-    try:
+    with writing(index_dir):
         index_dir.mkdir(exist_ok=True)
         fd = os.open(index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -523,36 +570,34 @@ def build_lock(index_dir):
 
 
 def remove_leftovers(index_dir, keep=None):
-    """Delete what killed or older builds left: temporary folders, data folders no manifest
-    names, and the sibling .NAME-building-* / .NAME-old-* folders of earlier versions of
-    this script. Only called while holding the build lock, so nothing here is in use."""
-    index_dir = Path(index_dir)
+    """Delete what killed builds left: folders still being written, and data folders no
+    manifest names; and the vectors and passages that versions before data folders wrote
+    next to the manifest. Only called while holding the build lock: nothing here is in use."""
     if keep is None:
         try:
-            keep = read_manifest(index_dir).get("data")
+            keep = read_manifest(index_dir)["data"]
         except IndexProblem:
             keep = None
     for name in os.listdir(index_dir):
-        path = index_dir / name
         if name.startswith(BUILDING_PREFIX) or (name.startswith(DATA_PREFIX) and name != keep):
-            shutil.rmtree(path, ignore_errors=True)
-        elif name.startswith(MANIFEST_FILE + ".") or (keep and name in OLD_LAYOUT_FILES):
-            path.unlink(missing_ok=True)  # a stray manifest copy, or the files of the old layout
-    sibling_prefixes = (f".{index_dir.name}-building-", f".{index_dir.name}-old-")
-    with contextlib.suppress(OSError):
-        for name in os.listdir(index_dir.parent):
-            if name.startswith(sibling_prefixes):
-                shutil.rmtree(index_dir.parent / name, ignore_errors=True)
+            shutil.rmtree(index_dir / name, ignore_errors=True)
+        elif name in (VECTORS_FILE, PASSAGES_FILE) and keep:
+            os.unlink(index_dir / name)
 
 
 def write_index_files(build_dir, faiss_index, passages, manifest):
+    """The vectors, the passages, and last the manifest, which gets the sha256 of each file
+    and of its own content: read_index_data and read_manifest check them."""
     import faiss
 
-    faiss.write_index(faiss_index, str(build_dir / VECTORS_FILE))
-    with open(build_dir / PASSAGES_FILE, "w", encoding="utf-8") as f:
-        for passage in passages:
-            f.write(json.dumps(passage, ensure_ascii=False) + "\n")
-    # The manifest goes last: a folder with a manifest is a complete index.
+    contents = {VECTORS_FILE: faiss.serialize_index(faiss_index).tobytes(),
+                PASSAGES_FILE: "".join(json.dumps(passage, ensure_ascii=False) + "\n"
+                                       for passage in passages).encode("utf-8")}
+    for name, data in contents.items():
+        (build_dir / name).write_bytes(data)
+    manifest["data_sha256"] = {name: hashlib.sha256(data).hexdigest()
+                               for name, data in contents.items()}
+    manifest["sha256"] = manifest_sha256(manifest)
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     (build_dir / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
@@ -560,284 +605,40 @@ def write_index_files(build_dir, faiss_index, passages, manifest):
 def publish(build_dir, index_dir, manifest):
     """Make the finished build_dir the index: move it to its data folder, then swap the manifest.
 
-    os.replace of one file is atomic: readers see the old manifest or the new one. The old
+    os.replace of one file is atomic: readers see the old manifest or the new one. SIGTERM
+    and SIGINT wait until both steps are done: landing just after the swap, one made the
+    clean-up meant for a failed swap delete the data folder the new manifest names. The old
     data folders are deleted after the swap; a server that was just reading one finds its
     files gone, sees that the manifest changed, and reads the new one (load_index).
     """
-    index_dir = Path(index_dir)
-    data_dir = index_dir / manifest["data"]
-    os.rename(build_dir, data_dir)
-    try:
-        os.replace(data_dir / MANIFEST_FILE, index_dir / MANIFEST_FILE)
-    except BaseException:  # including an interruption: the unnamed data folder must go too
-        shutil.rmtree(data_dir, ignore_errors=True)
-        raise
+    data_dir = Path(index_dir) / manifest["data"]
+    with signals_held():
+        os.rename(build_dir, data_dir)
+        try:
+            os.replace(data_dir / MANIFEST_FILE, Path(index_dir) / MANIFEST_FILE)
+        except OSError:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            raise
     remove_leftovers(index_dir, keep=manifest["data"])
 
 
-def docs_dir_for_manifest(docs_dir, index_dir):
-    """Where the docs are, as seen from the index folder: relative if possible, so that the
-    project folder can be moved or mounted elsewhere and the index still finds its docs."""
-    docs_dir, index_dir = Path(docs_dir).resolve(), Path(index_dir).resolve()
-    try:
-        return os.path.relpath(docs_dir, index_dir)
-    except ValueError:  # Windows: different drives have no relative path
-        return str(docs_dir)
+# SIGTERM and SIGINT unwind the build (stop_on_signal raises Interrupted), so that every
+# `finally` removes what the build started. Inside signals_held() they are noted instead,
+# and acted on when the block is over.
+held = {"holding": False, "signal": None}
 
 
-def build_index(docs_dir, index_dir, model=None, show_progress=None, skipped=None):
-    """Build the index for docs_dir into index_dir and return its manifest.
+class Interrupted(BaseException):
+    """Raised by stop_on_signal; a BaseException so that no `except Exception` swallows it."""
 
-    model: an already loaded model (the tests share one), else one is loaded here.
-    skipped: if given, a dict that receives {shown name: reason} for the files left out.
-    Raises BuildError for problems the user can fix; on any failure, interruptions
-    included, index_dir is as it was and no temporary folder is left.
-    """
-    skipped = {} if skipped is None else skipped
-    files, passages = read_documents(docs_dir, skipped)
-    check_index_dir(index_dir)
-    with build_lock(index_dir) as index_dir:
-        try:
-            build_dir = Path(tempfile.mkdtemp(prefix=BUILDING_PREFIX, dir=index_dir))
-        except OSError as e:
-            raise BuildError(f"cannot write the index in {index_dir} ({os_reason(e)})") from None
-        try:
-            # mkdtemp makes the folder private (0700); give it the permissions a mkdir would.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(build_dir, 0o777 & ~umask)
-            if model is None:
-                with signals_held():
-                    model = load_model()
-            if show_progress is None:
-                show_progress = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
-            texts = embedding_texts(files, passages, RANKING["passage_text"])
-            vectors = embed(model, texts, show_progress_bar=show_progress)
-            faiss_index = make_faiss_index(vectors)
-            created = datetime.now(timezone.utc)
-            manifest = {
-                "model": MODEL_NAME,
-                "dimension": int(vectors.shape[1]),
-                "normalized": True,
-                "metric": "inner_product",
-                "index_type": type(faiss_index).__name__,
-                "docs_dir": docs_dir_for_manifest(docs_dir, index_dir),
-                "created": created.isoformat(timespec="seconds"),
-                "data": f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}",
-                "counts": {"files": len(files), "passages": len(passages),
-                           "skipped": len(skipped)},
-                "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
-                "ranking": RANKING,
-                "files": files,
-                "skipped": skipped,
-            }
-            try:
-                write_index_files(build_dir, faiss_index, passages, manifest)
-                publish(build_dir, index_dir, manifest)
-            except (OSError, RuntimeError) as e:  # RuntimeError: faiss' C++ writer failed
-                raise BuildError(f"cannot write the index to {index_dir}: "
-                                 f"{getattr(e, 'strerror', None) or e}") from None
-        finally:  # whatever happened, no temporary folder is left behind
-            shutil.rmtree(build_dir, ignore_errors=True)
-    return manifest
-
-
-# ----------------------------------------------------------------------------
-# Reading an index back (used by server.py and the tests)
-
-class IndexProblem(Exception):
-    """The index is missing, unreadable or out of date; the message says what to do."""
-
-
-def damaged(problem):
-    return IndexProblem(f"the search index is damaged ({problem}); run `make index` to rebuild it")
-
-
-def manifest_stamp(index_dir):
-    """What changes whenever manifest.json is replaced (a new inode) or edited; None if absent."""
-    try:
-        info = os.stat(Path(index_dir) / MANIFEST_FILE)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def read_manifest(index_dir):
-    """The manifest of an index folder, checked; IndexProblem names anything wrong with it."""
-    index_dir = Path(index_dir)
-    try:
-        text = (index_dir / MANIFEST_FILE).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise IndexProblem(f"no search index found (missing {index_dir.name}/{MANIFEST_FILE}); "
-                           "run `make index` to build it") from None
-    except OSError as e:
-        raise damaged(f"{MANIFEST_FILE} cannot be read: {os_reason(e)}") from None
-    except UnicodeDecodeError:
-        raise damaged(f"{MANIFEST_FILE} is not UTF-8") from None
-    try:
-        manifest = json.loads(text)
-    except ValueError as e:
-        what = "empty" if not text.strip() else f"not valid JSON: {e}"
-        raise damaged(f"{MANIFEST_FILE} is {what}") from None
-    problem = manifest_problem(manifest)
-    if problem:
-        raise damaged(f"{MANIFEST_FILE}: {problem}")
-    return manifest
-
-
-def short(value):
-    """A JSON value from a damaged file, cut short for a message."""
-    text = json.dumps(value, ensure_ascii=True)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def manifest_problem(manifest):
-    """What makes a parsed manifest unusable, or None."""
-    if not isinstance(manifest, dict):
-        return f"the top level is {short(manifest)}, not an object"
-    files = manifest.get("files")
-    if not isinstance(files, dict):
-        return "no 'files' object"
-    for name, info in files.items():
-        if name_problem(name) or "/" in name or name in (".", "..") or len(name) > 255:
-            return f"{short(name)} is not a file name"
-        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
-                and isinstance(info.get("sha256"), str) and type(info.get("passages")) is int):
-            return f"the entry for {name} lacks its title, sha256 or passage count"
-    if not isinstance(manifest.get("docs_dir"), str) or "\0" in manifest["docs_dir"]:
-        return "no 'docs_dir' string"
-    if manifest.get("model") != MODEL_NAME:
-        return f"built with the model {short(manifest.get('model'))}, not {MODEL_NAME}"
-    if manifest.get("dimension") != EMBEDDING_DIMENSION:
-        return (f"'dimension' is {short(manifest.get('dimension'))}, "
-                f"but the model makes {EMBEDDING_DIMENSION}-dimensional vectors")
-    data = manifest.get("data", ".")  # "." : an index from before data folders existed
-    if data != "." and not (isinstance(data, str) and data.startswith(DATA_PREFIX)
-                            and "/" not in data and "\0" not in data):
-        return f"'data' is {short(data)}, not the name of a data folder"
-    if not isinstance(manifest.get("skipped", {}), dict):
-        return "'skipped' is not an object"
-    return None
-
-
-def resolve_docs_dir(manifest, index_dir):
-    """The docs folder recorded in the manifest; relative paths are relative to the index folder."""
-    return (Path(index_dir) / manifest["docs_dir"]).resolve()
-
-
-def stale_reasons(manifest, docs_dir, sha256_of=file_sha256):
-    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
-
-    sha256_of(path) gives a file's hash, or None when it cannot tell (an unreadable file):
-    such a file is not called changed, so it fails only the get_document call that needs it.
-    """
-    docs_dir = Path(docs_dir)
-    if not docs_dir.is_dir():
-        return [f"the docs folder '{docs_dir.name}' is missing"]
-    try:
-        usable, unusable = scan_docs(docs_dir)
-    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
-        return []
-    indexed = manifest["files"]
-    known = set(indexed) | set(manifest.get("skipped", {}))
-    present = {path.name: path for path in usable}
-    not_usable = dict(unusable)
-    reasons = []
-    for name in indexed:
-        if name in not_usable:
-            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
-        elif name not in present:
-            reasons.append(f"{name} was removed")
-    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
-    for name, path in present.items():
-        if name in indexed:
-            sha = sha256_of(path)
-            if sha is not None and sha != indexed[name]["sha256"]:
-                reasons.append(f"{name} changed")
-    return reasons
-
-
-def read_index_data(index_dir, manifest):
-    """(faiss_index, passages) of the data folder the manifest names; IndexProblem if damaged."""
-    import faiss
-
-    data_dir = Path(index_dir) / manifest.get("data", ".")
-    vectors_path = data_dir / VECTORS_FILE
-    if not vectors_path.is_file():
-        raise damaged(f"{VECTORS_FILE} is missing")
-    try:
-        faiss_index = faiss.read_index(str(vectors_path))
-    except (RuntimeError, MemoryError, OSError):  # faiss' message would show the whole path
-        raise damaged(f"{VECTORS_FILE} is truncated or not a faiss index") from None
-    if faiss_index.d != manifest["dimension"]:
-        raise damaged(f"the vectors have {faiss_index.d} dimensions, the manifest says "
-                      f"{manifest['dimension']}")
-    passages = []
-    try:
-        with open(data_dir / PASSAGES_FILE, encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                passage = json.loads(line)
-                problem = passage_problem(passage, manifest["files"])
-                if problem:
-                    raise damaged(f"{PASSAGES_FILE} line {number}: {problem}")
-                passages.append(passage)
-    except FileNotFoundError:
-        raise damaged(f"{PASSAGES_FILE} is missing") from None
-    except OSError as e:
-        raise damaged(f"{PASSAGES_FILE} cannot be read: {os_reason(e)}") from None
-    except UnicodeDecodeError:
-        raise damaged(f"{PASSAGES_FILE} is not UTF-8") from None
-    except ValueError:
-        raise damaged(f"{PASSAGES_FILE} line {len(passages) + 1} is not JSON") from None
-    if faiss_index.ntotal != len(passages):
-        raise damaged(f"{faiss_index.ntotal} vectors but {len(passages)} passages")
-    return faiss_index, passages
-
-
-def passage_problem(passage, files):
-    if not isinstance(passage, dict):
-        return "not an object"
-    if not isinstance(passage.get("source"), str):
-        return "no 'source'"
-    if passage["source"] not in files:
-        return f"'source' {short(passage['source'])} is not a file in the manifest"
-    if not isinstance(passage.get("text"), str):
-        return "no 'text'"
-    if len(passage["text"]) > MAX_STORED_PASSAGE_CHARS:
-        return f"a text of {len(passage['text']):,} characters, over {MAX_STORED_PASSAGE_CHARS:,}"
-    return None
-
-
-def load_index(index_dir):
-    """(manifest, faiss_index, passages) from an index folder built by build_index.
-
-    A build that publishes while this reads can delete the data folder the old manifest
-    named; then the manifest has changed, and the new one is read instead.
-    """
-    for attempt in range(3):
-        stamp = manifest_stamp(index_dir)
-        manifest = read_manifest(index_dir)
-        try:
-            return (manifest, *read_index_data(index_dir, manifest))
-        except IndexProblem:
-            if attempt == 2 or manifest_stamp(index_dir) == stamp:
-                raise
-
-
-# ----------------------------------------------------------------------------
 
 def stop_on_signal(signum, frame):
-    """SIGTERM and SIGINT: unwind, so that every `finally` removes what the build started."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if held["holding"]:
         held["signal"] = signum
         return
     raise Interrupted(signum)
-
-
-# While signals_held() runs, stop_on_signal notes a signal here instead of raising at once.
-held = {"holding": False, "signal": None}
 
 
 @contextlib.contextmanager
@@ -855,9 +656,238 @@ def signals_held():
         raise Interrupted(signum)
 
 
-class Interrupted(BaseException):
-    """Raised by stop_on_signal; a BaseException so that no `except Exception` swallows it."""
+# ----------------------------------------------------------------------------
+# Reading an index back (server.py, eval.py, the tests), and telling whether it is stale
 
+def load_index(index_dir):
+    """(manifest, faiss_index, passages) from an index folder built by build_index.
+
+    A build that publishes while this reads can delete the data folder the old manifest
+    named; then the manifest has changed, and the new one is read instead.
+    """
+    for attempt in range(3):
+        stamp = file_stamp(Path(index_dir) / MANIFEST_FILE)
+        manifest = read_manifest(index_dir)
+        try:
+            return (manifest, *read_index_data(index_dir, manifest))
+        except IndexProblem:
+            if attempt == 2 or file_stamp(Path(index_dir) / MANIFEST_FILE) == stamp:
+                raise
+
+
+def file_stamp(path):
+    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
+    loses or renames an entry; None if the path is absent."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def rebuild_command(index_dir):
+    """The command that rebuilds an index folder, for messages: `make index` for the default
+    one, else index_build.py naming the folder as it was given. Messages may reach a client,
+    which must not learn the server's paths: an absolute path is shown by its last part."""
+    index_dir = str(index_dir)
+    if index_dir == "index":
+        return "make index"
+    if os.path.isabs(index_dir):
+        index_dir = ".../" + os.path.basename(index_dir)
+    return f"python index_build.py --docs DOCS --index {index_dir}"
+
+
+def damaged(index_dir, problem):
+    return IndexProblem(f"the search index is damaged ({problem}); "
+                        f"run `{rebuild_command(index_dir)}` to rebuild it")
+
+
+def read_manifest(index_dir):
+    """The manifest of an index folder, checked; IndexProblem names anything wrong with it.
+
+    The manifest holds the sha256 of its own content: a manifest that was cut, edited or
+    damaged after the build is refused as a whole, so nothing in it needs checking one by one.
+    """
+    index_dir = Path(index_dir)
+    try:
+        data = (index_dir / MANIFEST_FILE).read_bytes()
+    except FileNotFoundError:
+        raise IndexProblem(f"no search index found (missing {index_dir.name}/{MANIFEST_FILE}); "
+                           f"run `{rebuild_command(index_dir)}` to build it") from None
+    except OSError as e:
+        raise damaged(index_dir, f"{MANIFEST_FILE} cannot be read: {os_reason(e)}") from None
+    try:
+        manifest = json.loads(data)
+    except ValueError as e:
+        what = "empty" if not data.strip() else f"not valid JSON: {e}"
+        raise damaged(index_dir, f"{MANIFEST_FILE} is {what}") from None
+    if not isinstance(manifest, dict):
+        kind = type(manifest).__name__
+        raise damaged(index_dir, f"{MANIFEST_FILE} holds a {kind}, not an object")
+    made_here = manifest.get("model") == MODEL_NAME and manifest.get("ranking") == RANKING
+    if "sha256" not in manifest or not made_here:
+        raise IndexProblem("the search index was made by another version of index_build.py; "
+                           f"run `{rebuild_command(index_dir)}` to rebuild it")
+    if manifest["sha256"] != manifest_sha256(manifest):
+        raise damaged(index_dir, f"{MANIFEST_FILE} was changed after the build: it does not "
+                                 "match its sha256")
+    return manifest
+
+
+def manifest_sha256(manifest):
+    """The sha256 of a manifest's content, its own "sha256" left out."""
+    content = {key: value for key, value in manifest.items() if key != "sha256"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def read_index_data(index_dir, manifest):
+    """(faiss_index, passages) of the data folder the manifest names. Each file is read once
+    and checked against the sha256 the manifest holds: IndexProblem if it is not the one
+    the build wrote (missing, cut short, edited, or from another build)."""
+    import faiss
+    import numpy as np
+
+    data_dir = Path(index_dir) / manifest["data"]
+    contents = {}
+    for name, sha256 in manifest["data_sha256"].items():
+        try:
+            contents[name] = (data_dir / name).read_bytes()
+        except OSError as e:
+            raise damaged(index_dir, f"{name} cannot be read: {os_reason(e)}") from None
+        if hashlib.sha256(contents[name]).hexdigest() != sha256:
+            raise damaged(index_dir, f"{name} is not the file the build wrote: it does not "
+                                     "match its sha256")
+    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
+    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
+    return faiss_index, [json.loads(line) for line in lines]
+
+
+def resolve_docs_dir(manifest, index_dir):
+    """The docs folder recorded in the manifest; relative paths are relative to the index folder."""
+    return (Path(index_dir) / manifest["docs_dir"]).resolve()
+
+
+def stale_reasons(manifest, docs_dir, hashes=None):
+    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
+
+    hashes: a dict kept between calls, so that a file is hashed again only when its stat
+    moved. A file that cannot be read is not called changed (there is nothing to compare),
+    so it fails only the get_document call that needs it.
+    """
+    docs_dir = Path(docs_dir)
+    hashes = {} if hashes is None else hashes
+    if not docs_dir.is_dir():
+        return [f"the docs folder '{docs_dir.name}' is missing"]
+    try:
+        usable, unusable = scan_docs(docs_dir)
+    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
+        return []
+    indexed = manifest["files"]
+    present = {path.name: path for path in usable}
+    not_usable = dict(unusable)
+    reasons = []
+    for name in indexed:
+        if name in not_usable:
+            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
+        elif name not in present:
+            reasons.append(f"{name} was removed")
+    known = set(indexed) | set(manifest.get("skipped", {}))
+    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
+    for name, path in present.items():
+        if name not in indexed:
+            continue
+        stamp = file_stamp(path)
+        if hashes.get(path, (None,))[0] != stamp:
+            hashes[path] = (stamp, file_sha256(path))
+        sha = hashes[path][1]
+        if sha is not None and sha != indexed[name]["sha256"]:
+            reasons.append(f"{name} changed")
+    return reasons
+
+
+# ----------------------------------------------------------------------------
+# Ranking the passages for a query (server.py's search; eval.py measures the variants)
+
+def lexical_index(texts):
+    """A BM25 index (bm25s) over the given passage texts, English stopwords dropped."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False),
+                    show_progress=False)
+    return retriever
+
+
+def lexical_scores(retriever, query, count):
+    """BM25 score of every passage for the query (zeros when no query word is in the index)."""
+    import bm25s
+    import numpy as np
+
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    known = [token for token in tokens if token in retriever.vocab_dict]
+    if not known:
+        return np.zeros(count, dtype="float32")
+    return retriever.get_scores(known)
+
+
+def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical):
+    """The top_k passages for a query under a ranking (RANKING or one of eval.py's variants),
+    best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
+
+    The vectors are unit length, so FAISS' inner product is the cosine similarity, and
+    distance = 1 - similarity: 0 means same direction, 1 unrelated, 2 opposite.
+    ranking["fusion"]: "none" ranks by cosine similarity alone; "weighted" adds
+    bm25_weight times the passage's BM25 score divided by the query's best BM25 score
+    (so the lexical part lies between 0 and bm25_weight); "rrf" adds 1 / (RRF_K + rank)
+    from each ranker. With fusion, results are ordered by the fused score, so distances
+    need not rise with rank. ranking["distinct_sources"]: one passage per file first,
+    then the rest. lexical is lexical_index() of the passages' embedding texts.
+    """
+    import numpy as np
+
+    fusion = ranking["fusion"]
+    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
+    similarities, ids = faiss_index.search(query_vector, depth)
+    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+    scores = dict(dense)
+    if fusion != "none":
+        bm25 = lexical_scores(lexical, query, len(passages))
+        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
+        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+        missing = [i for i in best_lexical if i not in dense]
+        if missing:  # found by BM25 only: their cosine comes from the stored vectors
+            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
+            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
+        if fusion == "weighted":
+            peak = float(bm25.max()) or 1.0
+            weight = ranking["bm25_weight"]
+            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
+        else:  # "rrf"
+            by_dense = sorted(dense, key=lambda i: -dense[i])
+            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
+            for rank, i in enumerate(best_lexical, start=1):
+                scores[i] += 1.0 / (RRF_K + rank)
+    order = sorted(scores, key=lambda i: -scores[i])
+    if ranking["distinct_sources"]:
+        firsts, rest, seen = [], [], set()
+        for i in order:
+            if passages[i]["source"] in seen:
+                rest.append(i)
+            else:
+                seen.add(passages[i]["source"])
+                firsts.append(i)
+        order = firsts + rest
+    results = []
+    for i in order[:top_k]:
+        result = {"rank": len(results) + 1, "source": passages[i]["source"],
+                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
+        if fusion != "none":
+            result["score"] = round(scores[i], 4)
+        results.append(result)
+    return results
+
+
+# ----------------------------------------------------------------------------
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Build the vector index that server.py searches.")
@@ -871,10 +901,9 @@ def main(argv=None):
             return 2
 
     started = time.perf_counter()
-    previous = {}
-    if threading.current_thread() is threading.main_thread():  # only it may set handlers
-        previous = {number: signal.signal(number, stop_on_signal)
-                    for number in (signal.SIGTERM, signal.SIGINT)}
+    before = file_stamp(Path(args.index) / MANIFEST_FILE)
+    previous = {number: signal.signal(number, stop_on_signal)
+                for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         manifest = build_index(args.docs, args.index)
     except BuildError as e:
@@ -882,7 +911,11 @@ def main(argv=None):
         return 1
     except Interrupted as e:
         name = signal.Signals(e.args[0]).name
-        print(f"index_build: stopped by {name}; the index was not changed", file=sys.stderr)
+        # Honest either way: a signal held through the publish lands after the swap.
+        what = "; the index was not changed"
+        if file_stamp(Path(args.index) / MANIFEST_FILE) != before:
+            what = " after the new index was in place; it is complete"
+        print(f"index_build: stopped by {name}{what}", file=sys.stderr)
         return 128 + e.args[0]
     finally:
         for number, handler in previous.items():

@@ -121,7 +121,7 @@ def build_indexes(model, docs_dir):
         texts = index_build.embedding_texts(files, passages, passage_text)
         faiss_index = index_build.make_faiss_index(index_build.embed(model, texts))
         embedded = time.perf_counter()
-        lexical = server.lexical_index(texts)
+        lexical = index_build.lexical_index(texts)
         finished = time.perf_counter()
         built[passage_text] = {"faiss": faiss_index, "lexical": lexical,
                                "embed_s": embedded - started, "bm25_s": finished - embedded}
@@ -144,8 +144,8 @@ def evaluate(questions, vectors, embed_seconds, passages, built, ranking):
     ranks, rank_seconds, misses = [], [], []
     for (question, wanted), vector in zip(questions, vectors):
         started = time.perf_counter()
-        results = server.rank_passages(question, vector, index["faiss"], passages, DEPTH,
-                                       ranking, index["lexical"])
+        results = index_build.rank_passages(question, vector, index["faiss"], passages, DEPTH,
+                                            ranking, index["lexical"])
         rank_seconds.append(time.perf_counter() - started)
         rank = file_rank(results, wanted)
         ranks.append(rank)
@@ -225,7 +225,7 @@ def scale_timing(model, count):
     faiss_index = faiss.IndexFlatIP(vectors.shape[1])
     faiss_index.add(vectors)
     started = time.perf_counter()
-    lexical = server.lexical_index([p["text"] for p in passages])
+    lexical = index_build.lexical_index([p["text"] for p in passages])
     bm25_seconds = time.perf_counter() - started
     faiss.omp_set_num_threads(1)
     query_vectors = index_build.embed(model, [q for q, _ in questions])
@@ -234,8 +234,8 @@ def scale_timing(model, count):
     for (question, _), vector in zip(questions, query_vectors):
         for name, ranking in rankings.items():  # taking turns: the machine's load hits both alike
             started = time.perf_counter()
-            server.rank_passages(question, vector[None, :], faiss_index, passages, 5, ranking,
-                                 lexical)
+            index_build.rank_passages(question, vector[None, :], faiss_index, passages, 5,
+                                      ranking, lexical)
             seconds[name].append(time.perf_counter() - started)
     times = {name: median(values) * 1e3 for name, values in seconds.items()}
     print(f"\nscale: {count} passages: BM25 index built in {bm25_seconds:.1f} s; ranking p50 "

@@ -88,7 +88,9 @@ def test_legacy_shows_the_four_messages_of_a_handshake_session(built_index):
 def test_missing_index_is_a_clear_error(tmp_path):
     result = run_client("--index", tmp_path / "nowhere", timeout=60)
     assert result.returncode == 1
-    assert "run `make index` first" in result.stderr
+    # make index builds index/ only: the fix names the folder asked for.
+    assert (f"run `python index_build.py --docs DOCS --index {tmp_path / 'nowhere'}` first"
+            in result.stderr)
     assert result.stdout == ""
 
 

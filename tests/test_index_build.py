@@ -155,6 +155,31 @@ def test_a_signal_while_the_model_loads_stops_the_build_after_the_load(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
 
 
+def test_a_signal_just_after_the_manifest_swap_keeps_the_new_index(
+        small_docs, tmp_path, model, monkeypatch, capsys):
+    # In the microseconds after os.replace in publish, a signal made the clean-up meant for a
+    # failed swap delete the data folder the new manifest names, and the build said that the
+    # index was not changed. Here the signal lands right there, every time.
+    index_dir = tmp_path / "index"
+    index_build.build_index(small_docs, index_dir, model=model)
+    (small_docs / "new.txt").write_text("New\n\nA new paragraph about the garden tables.\n")
+    real_replace = os.replace
+
+    def replace_then_signal(source, target):
+        real_replace(source, target)
+        os.kill(os.getpid(), signal.SIGTERM)
+    monkeypatch.setattr(index_build, "load_model", lambda threads=None: model)
+    monkeypatch.setattr(os, "replace", replace_then_signal)
+    code = index_build.main(["--docs", str(small_docs), "--index", str(index_dir)])
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert code == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == ("index_build: stopped by SIGTERM after the new index was "
+                                       "in place; it is complete\n")
+    manifest, faiss_index, passages = index_build.load_index(index_dir)
+    assert "new.txt" in manifest["files"] and faiss_index.ntotal == len(passages)
+    assert leftovers(index_dir) == []
+
+
 # --- failures: a clear message, exit code 1, nothing written ---
 # These stop before the model is loaded, so they run the real command line quickly.
 

@@ -4,7 +4,8 @@ each other or a searching server, builds killed half way, and bad settings.
 
 Every fixture is made here, at test time. Reading permissions cannot be taken from root, so
 when the tests run as root the processes that must meet an unreadable file run as `nobody`
-(setpriv), in a folder every user may enter.
+(setpriv), in a folder every user may enter, from copies of the scripts put there: the
+checkout itself may sit in a folder only its owner may enter.
 """
 
 import hashlib
@@ -29,10 +30,9 @@ from conftest import DOCS, ROOT, LiveServer, server_command, text_of
 NOBODY = 65534
 
 
-def run_cli(*args, user_prefix=(), env=None, timeout=300):
-    return subprocess.run([*user_prefix, sys.executable, str(ROOT / "index_build.py"),
-                           *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=ROOT)
+def run_cli(*args, python=(sys.executable,), scripts=ROOT, env=None, timeout=300):
+    return subprocess.run([*python, str(scripts / "index_build.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=scripts)
 
 
 def start_cli(*args):
@@ -78,13 +78,27 @@ def open_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def as_other_user():
-    """The command prefix that makes a process subject to file permissions."""
+def as_other_user(folder):
+    """(python, scripts): the command that runs the project's Python as a user subject to file
+    permissions, and the folder holding the scripts it can run. As root that user is `nobody`,
+    and the scripts are copies in `folder`, which every user may read; the Python is the
+    virtualenv's own folder with links resolved (.venv may be a link into a shared one).
+    Skips, saying why, where `nobody` cannot run it: a virtualenv inside a private checkout."""
     if os.geteuid() != 0:
-        return ()
+        return (sys.executable,), ROOT
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make a file unreadable")
-    return ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
+    for name in ("index_build.py", "server.py", "mcp_min.py", "mcp_http.py"):
+        shutil.copy(ROOT / name, folder / name)
+    python = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+              os.path.join(os.path.realpath(sys.prefix), "bin", "python"))
+    probe = subprocess.run([*python, str(folder / "server.py"), "--help"], cwd=folder,
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        pytest.skip(f"`nobody` cannot run {python[-1]} with the project's packages ({why}); "
+                    "the virtualenv must sit where other users may read it")
+    return python, folder
 
 
 def copy_docs(folder, names=("faq.txt", "hours_access.txt", "menu_prices.txt")):
@@ -192,20 +206,21 @@ def test_a_server_over_a_messy_folder_serves_the_good_files(messy_index):
 
 
 def test_unreadable_files_are_skipped_and_an_unreadable_folder_is_one_line(open_folder):
-    prefix = as_other_user()
+    python, scripts = as_other_user(open_folder)
     docs = copy_docs(open_folder / "docs")
     (docs / "locked.txt").write_text("Locked\n\nNobody may read this file.\n")
     (docs / "locked.txt").chmod(0)
     env = {**os.environ, "HOME": str(open_folder)}
-    result = run_cli("--docs", docs, "--index", open_folder / "index", user_prefix=prefix, env=env)
+    result = run_cli("--docs", docs, "--index", open_folder / "index", python=python,
+                     scripts=scripts, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "index_build: skipping locked.txt: cannot be read (permission denied)\n"
     assert "locked.txt" not in index_build.read_manifest(open_folder / "index")["files"]
 
     docs.chmod(0)
     try:
-        result = run_cli("--docs", docs, "--index", open_folder / "index", user_prefix=prefix,
-                         env=env)
+        result = run_cli("--docs", docs, "--index", open_folder / "index", python=python,
+                         scripts=scripts, env=env)
     finally:
         docs.chmod(0o777)
     assert result.returncode == 1
@@ -291,7 +306,8 @@ def fake_index(index_dir, docs, files):
     build_dir.mkdir()
     manifest = {"model": index_build.MODEL_NAME, "dimension": 384, "index_type": "IndexFlatIP",
                 "docs_dir": os.path.relpath(docs, index_dir), "data": "data-test",
-                "counts": {"files": len(files), "passages": len(passages)}, "files": entries}
+                "counts": {"files": len(files), "passages": len(passages)}, "files": entries,
+                "ranking": index_build.RANKING}
     index_build.write_index_files(build_dir, index_build.make_faiss_index(vectors), passages,
                                   manifest)
     index_build.publish(build_dir, index_dir, manifest)
@@ -465,7 +481,6 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(small_docs, tmp_pat
     build.communicate(timeout=60)
     assert leftovers(index_dir)
     (index_dir / "data-orphan").mkdir()  # renamed into place, then killed before the manifest
-    (tmp_path / ".index-building-old").mkdir()  # what versions before data folders left
     manifest = index_build.build_index(small_docs, index_dir, model=model)
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -492,16 +507,20 @@ def test_index_given_as_a_symlink_updates_its_target(small_docs, tmp_path, model
         index_build.build_index(small_docs, dangling, model=model)
 
 
-def test_an_index_of_the_old_layout_is_read_and_then_replaced(small_docs, tmp_path, model):
+def test_an_index_of_the_old_layout_asks_for_a_rebuild_that_replaces_it(small_docs, tmp_path,
+                                                                        model):
     index_dir = tmp_path / "index"
     manifest = index_build.build_index(small_docs, index_dir, model=model)
-    # Before data folders, the three files sat side by side.
+    # Before data folders, the three files sat side by side, and the manifest had no sha256.
     for name in ("vectors.faiss", "passages.jsonl"):
         (index_dir / manifest["data"] / name).rename(index_dir / name)
     (index_dir / manifest["data"]).rmdir()
-    del manifest["data"]
+    for key in ("data", "sha256", "data_sha256"):
+        del manifest[key]
     (index_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert index_build.load_index(index_dir)[1].ntotal == manifest["counts"]["passages"]
+    with pytest.raises(index_build.IndexProblem, match=r"^the search index was made by another "
+                       r"version of index_build.py; run `.*` to rebuild it$"):
+        index_build.load_index(index_dir)
     manifest = index_build.build_index(small_docs, index_dir, model=model)
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -555,45 +574,48 @@ def drop_source(path):
     path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
 
 
+EDITED = "manifest.json was changed after the build: it does not match its sha256"
+NOT_WRITTEN = "is not the file the build wrote: it does not match its sha256"
+# The manifest holds the sha256 of its own content and of each data file, so every edit,
+# cut or stray file is named by the file it hit, whatever was done to it.
 DAMAGE = {
     "manifest is a list": (lambda d: (d / "manifest.json").write_text("[]"),
-                           "manifest.json: the top level is [], not an object"),
+                           "manifest.json holds a list, not an object"),
     "manifest is empty": (lambda d: (d / "manifest.json").write_text(""),
                           "manifest.json is empty"),
     "manifest is truncated": (lambda d: (d / "manifest.json").write_text('{"model": "sen'),
                               "manifest.json is not valid JSON"),
     "manifest is not UTF-8": (lambda d: (d / "manifest.json").write_bytes(b'{"\xff": 1}'),
-                              "manifest.json is not UTF-8"),
+                              "manifest.json is not valid JSON: 'utf-8' codec can't decode"),
     "manifest has no files": (edit_manifest(lambda m: {k: v for k, v in m.items() if k != "files"}),
-                              "manifest.json: no 'files' object"),
+                              EDITED),
     "a file entry is a string": (edit_manifest(lambda m: {**m, "files": {"faq.txt": "x"}}),
-                                 "the entry for faq.txt lacks its title"),
+                                 EDITED),
     "a file name is a path": (edit_manifest(lambda m: {**m, "files": {
-        "../x.txt": m["files"]["faq.txt"]}}), '"../x.txt" is not a file name'),
-    "manifest dimension": (edit_manifest(lambda m: {**m, "dimension": 768}),
-                           "'dimension' is 768, but the model makes 384-dimensional vectors"),
-    "docs_dir with a NUL": (edit_manifest(lambda m: {**m, "docs_dir": "do\0cs"}),
-                            "manifest.json: no 'docs_dir' string"),
-    "data is a path": (edit_manifest(lambda m: {**m, "data": "../../etc"}),
-                       "'data' is \"../../etc\", not the name of a data folder"),
-    "data folder missing": (edit_manifest(lambda m: {**m, "data": "data-gone"}),
-                            "vectors.faiss is missing"),
-    "vectors missing": (edit_data("vectors.faiss", Path.unlink), "vectors.faiss is missing"),
+        "../x.txt": m["files"]["faq.txt"]}}), EDITED),
+    "manifest dimension": (edit_manifest(lambda m: {**m, "dimension": 768}), EDITED),
+    "docs_dir with a NUL": (edit_manifest(lambda m: {**m, "docs_dir": "do\0cs"}), EDITED),
+    "data is a path": (edit_manifest(lambda m: {**m, "data": "../../etc"}), EDITED),
+    "data folder missing": (edit_data("vectors.faiss", lambda p: shutil.rmtree(p.parent)),
+                            "vectors.faiss cannot be read: no such file or directory"),
+    "vectors missing": (edit_data("vectors.faiss", Path.unlink),
+                        "vectors.faiss cannot be read: no such file or directory"),
     "vectors empty": (edit_data("vectors.faiss", lambda p: p.write_bytes(b"")),
-                      "vectors.faiss is truncated or not a faiss index"),
+                      "vectors.faiss " + NOT_WRITTEN),
     "vectors truncated": (edit_data("vectors.faiss", lambda p: p.write_bytes(p.read_bytes()[:500])),
-                          "vectors.faiss is truncated or not a faiss index"),
+                          "vectors.faiss " + NOT_WRITTEN),
     "vectors of another dimension": (edit_data("vectors.faiss", other_dimension),
-                                     "the vectors have 16 dimensions, the manifest says 384"),
-    "passages missing": (edit_data("passages.jsonl", Path.unlink), "passages.jsonl is missing"),
+                                     "vectors.faiss " + NOT_WRITTEN),
+    "passages missing": (edit_data("passages.jsonl", Path.unlink),
+                         "passages.jsonl cannot be read: no such file or directory"),
     "passages empty": (edit_data("passages.jsonl", lambda p: p.write_text("")),
-                       "vectors but 0 passages"),
+                       "passages.jsonl " + NOT_WRITTEN),
     "passage without source": (edit_data("passages.jsonl", drop_source),
-                               "passages.jsonl line 1: no 'source'"),
+                               "passages.jsonl " + NOT_WRITTEN),
     "passage line not JSON": (edit_data("passages.jsonl", lambda p: p.write_text("{oops\n")),
-                              "passages.jsonl line 1 is not JSON"),
+                              "passages.jsonl " + NOT_WRITTEN),
     "passage is a list": (edit_data("passages.jsonl", lambda p: p.write_text("[1]\n")),
-                          "passages.jsonl line 1: not an object"),
+                          "passages.jsonl " + NOT_WRITTEN),
 }
 
 
@@ -605,7 +627,9 @@ def test_every_kind_of_damage_is_named(fresh_index, kind):
         index_build.load_index(fresh_index)
     message = str(caught.value)
     assert message.startswith("the search index is damaged (") and what in message, message
-    assert message.endswith("); run `make index` to rebuild it")
+    # The folder is not the default index/, and its path is absolute: named by its last part.
+    assert message.endswith("); run `python index_build.py --docs DOCS --index .../index` "
+                            "to rebuild it")
     assert_no_paths(message, fresh_index)
 
 
@@ -615,7 +639,8 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
     try:
         result = live.call("search", {"query": "dog"})
         assert result["isError"] is True
-        assert "the search index is damaged (passages.jsonl line 1: no 'source')" in text_of(result)
+        assert ("the search index is damaged (passages.jsonl is not the file the build wrote"
+                in text_of(result))
         assert_no_paths(text_of(result), fresh_index)
         # The manifest is fine, so the other tools still work.
         assert live.call("list_documents")["isError"] is False
@@ -625,7 +650,7 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
         for tool, arguments in [("search", {"query": "dog"}), ("list_documents", {}),
                                 ("get_document", {"name": "faq.txt"})]:
             result = live.call(tool, arguments)
-            assert result["isError"] is True and "top level is [], not an object" in text_of(result)
+            assert result["isError"] is True and "holds a list, not an object" in text_of(result)
 
         index_build.build_index(fresh_index.parent / "docs", fresh_index, model=model)
         assert live.call("search", {"query": "dog"})["isError"] is False
@@ -634,12 +659,12 @@ def test_a_server_names_damage_keeps_serving_and_recovers(fresh_index, model):
 
 
 def test_an_unreadable_document_fails_only_the_call_that_needs_it(open_folder, model):
-    prefix = as_other_user()
+    python, scripts = as_other_user(open_folder)
     docs = copy_docs(open_folder / "docs")
     index_dir = open_folder / "index"
     index_build.build_index(docs, index_dir, model=model)
     (docs / "faq.txt").chmod(0)
-    live = LiveServer([*prefix, *server_command(index_dir)],
+    live = LiveServer([*python, str(scripts / "server.py"), "--index", str(index_dir)],
                       env={**os.environ, "HOME": str(open_folder)})
     try:
         result = live.call("get_document", {"name": "faq.txt"})

@@ -4,7 +4,7 @@ Two sets: the cafe (docs/, tests/retrieval_questions.json) and a bike shop whose
 were written without the documents' words (tests/eval/bike_shop/). Every question names
 the file that answers it; it counts as found at k when one of the top k results comes from
 that file. Runs in-process on indexes built by index_build.build_index, ranked exactly as
-the server ranks them (server.index_ranking, server.rank_passages). `make eval` compares
+the server ranks them (index_build.rank_passages under index_build.RANKING). `make eval` compares
 the other rankings; the minimums below sit a little under what the shipped one measured
 (cafe 61/62 and 62/62, bike shop 88/104 and 100/104), so a real regression fails.
 """
@@ -18,7 +18,6 @@ import pytest
 
 from measure import eval as eval_script  # measure/eval.py; "eval" alone would hide the builtin
 import index_build
-import server
 from conftest import DOCS, ROOT, SUMMARY_LINES
 
 BIKE_SHOP = ROOT / "tests" / "eval" / "bike_shop"
@@ -31,6 +30,21 @@ QUESTION_SETS = {
 
 def questions_of(name):
     return json.loads(QUESTION_SETS[name][1].read_text(encoding="utf-8"))
+
+
+def searchable(index_dir):
+    """(manifest, faiss index, passages, BM25 index) of an index, as server.py reads it."""
+    manifest, faiss_index, passages = index_build.load_index(index_dir)
+    texts = index_build.embedding_texts(manifest["files"], passages,
+                                        index_build.RANKING["passage_text"])
+    return manifest, faiss_index, passages, index_build.lexical_index(texts)
+
+
+def rank(query, vector, index, top_k):
+    """index_build.rank_passages as server.py's search calls it."""
+    _, faiss_index, passages, lexical = index
+    return index_build.rank_passages(query, vector, faiss_index, passages, top_k,
+                                     index_build.RANKING, lexical)
 
 
 @pytest.fixture(scope="session")
@@ -60,15 +74,13 @@ def test_question_sets_name_indexed_files(index_of):
 def test_recall_of_the_right_file(name, index_of, model):
     questions = questions_of(name)
     _, _, min_recall_at_1, min_recall_at_3 = QUESTION_SETS[name]
-    manifest, faiss_index, passages = index_build.load_index(index_of[name])
-    assert manifest["ranking"] == index_build.RANKING
-    ranking, lexical = server.index_ranking(manifest, passages)
+    index = searchable(index_of[name])
+    assert index[0]["ranking"] == index_build.RANKING
     query_vectors = index_build.embed(model, [q["question"] for q in questions])
     found_at_1 = found_at_3 = 0
     misses = []
     for question, vector in zip(questions, query_vectors):
-        results = server.rank_passages(question["question"], vector[None, :], faiss_index,
-                                       passages, 3, ranking, lexical)
+        results = rank(question["question"], vector[None, :], index, 3)
         sources = [r["source"] for r in results]
         found_at_1 += sources[0] == question["file"]
         found_at_3 += question["file"] in sources
@@ -97,40 +109,27 @@ def copy_with_manifest(index_dir, tmp_path, change):
     return copy
 
 
-def test_an_index_built_before_rankings_were_recorded_still_searches(built_index, model,
-                                                                     tmp_path):
-    old = copy_with_manifest(built_index, tmp_path, lambda m: m.pop("ranking"))
-    manifest, faiss_index, passages = index_build.load_index(old)
-    ranking, lexical = server.index_ranking(manifest, passages)
-    assert ranking == index_build.PLAIN_DENSE and lexical is None
-    vector = index_build.embed(model, ["can I bring a dog"])
-    results = server.rank_passages("can I bring a dog", vector, faiss_index, passages, 3,
-                                   ranking, lexical)
-    assert [r["rank"] for r in results] == [1, 2, 3]
-    assert set(results[0]) == {"rank", "source", "distance", "text"}
-    assert results[0]["source"] == "faq.txt"
-
-
 @pytest.mark.parametrize("ranking", [
+    None,  # an index built before manifests recorded their ranking
     {"passage_text": "title", "fusion": "learned-to-rank", "distinct_sources": True},
     {"passage_text": "heading", "fusion": "none", "distinct_sources": False},
     {"passage_text": "title", "fusion": "weighted", "distinct_sources": True},
     "title+bm25",
+    index_build.PLAIN_DENSE,  # a ranking eval.py measures, but not the one a build makes
 ])
-def test_an_unknown_ranking_asks_for_a_rebuild(built_index, tmp_path, ranking):
+def test_another_ranking_asks_for_a_rebuild(built_index, tmp_path, ranking):
     changed = copy_with_manifest(built_index, tmp_path, lambda m: m.update(ranking=ranking))
-    manifest, _, passages = index_build.load_index(changed)
-    with pytest.raises(index_build.IndexProblem, match=r"run `make index` to rebuild it$"):
-        server.index_ranking(manifest, passages)
+    with pytest.raises(index_build.IndexProblem, match=r"^the search index was made by another "
+                       r"version of index_build.py; run `.*` to rebuild it$"):
+        index_build.load_index(changed)
 
 
 def test_distinct_sources_first_then_the_rest(built_index, model):
     """top_k beyond the number of files: each file once first, then every other passage once."""
-    manifest, faiss_index, passages = index_build.load_index(built_index)
-    ranking, lexical = server.index_ranking(manifest, passages)
+    index = searchable(built_index)
+    manifest, _, passages, _ = index
     vector = index_build.embed(model, ["what does a latte cost"])
-    results = server.rank_passages("what does a latte cost", vector, faiss_index, passages,
-                                   len(passages), ranking, lexical)
+    results = rank("what does a latte cost", vector, index, len(passages))
     files = len(manifest["files"])
     assert len({r["source"] for r in results[:files]}) == files
     assert sorted(r["text"] for r in results) == sorted(p["text"] for p in passages)
@@ -141,10 +140,8 @@ def test_distinct_sources_first_then_the_rest(built_index, model):
 @pytest.mark.parametrize("query", ["is it", "zzyzx qwv", "???"])
 def test_a_query_bm25_cannot_match_is_ranked_by_cosine(built_index, model, query):
     """No query word in the BM25 vocabulary (stopwords, unknown words, no words at all)."""
-    manifest, faiss_index, passages = index_build.load_index(built_index)
-    ranking, lexical = server.index_ranking(manifest, passages)
     vector = index_build.embed(model, [query])
-    results = server.rank_passages(query, vector, faiss_index, passages, 5, ranking, lexical)
+    results = rank(query, vector, searchable(built_index), 5)
     assert [r["rank"] for r in results] == [1, 2, 3, 4, 5]
     # With no BM25 part the fused score is the cosine similarity itself.
     assert all(abs(r["score"] - (1 - r["distance"])) < 1e-3 for r in results)

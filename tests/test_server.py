@@ -224,7 +224,9 @@ def test_changed_docs_make_search_ask_for_a_rebuild_then_recover(small_server, m
     assert "not available" in text_of(result)
     result = server.call("search", {"query": "dog"})
     assert result["isError"] is True
-    assert "out of date" in text_of(result) and "make index" in text_of(result)
+    # The index folder is not index/, and its path is absolute: named by its last part.
+    assert "out of date" in text_of(result) and text_of(result).endswith(
+        "run `python index_build.py --docs DOCS --index .../index` to rebuild it")
     assert_no_paths_leak(text_of(result), docs, index_dir)
 
     # The file edited: still stale.
@@ -248,11 +250,37 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
                                 ("get_document", {"name": "faq.txt"})]:
             result = server.call(tool, arguments)
             assert result["isError"] is True
-            assert "run `make index`" in text_of(result)
+            assert text_of(result).endswith("(missing no-index/manifest.json); run `python "
+                                            "index_build.py --docs DOCS --index .../no-index` "
+                                            "to build it")
             assert_no_paths_leak(text_of(result), tmp_path)
         assert server.list_tools()  # still serving
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("index, command", [
+    ("index", "make index"),
+    ("docs", "python index_build.py --docs DOCS --index docs"),
+    ("my/index", "python index_build.py --docs DOCS --index my/index"),
+])
+def test_the_advice_names_a_command_that_builds_the_folder_it_reads(tmp_path, index, command):
+    # `make index` builds index/ from docs/: for any other --index it would not help.
+    (tmp_path / "docs").mkdir()
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "list_documents", "arguments": {}}}]
+    done = subprocess.run([sys.executable, str(ROOT / "server.py"), "--index", index],
+                          input="".join(json.dumps(line) + "\n" for line in lines), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    answer = [json.loads(line) for line in done.stdout.splitlines()][-1]
+    assert answer["id"] == 2 and answer["result"]["isError"] is True
+    assert text_of(answer["result"]).endswith(
+        f"no search index found (missing {index.split('/')[-1]}/manifest.json); "
+        f"run `{command}` to build it")
 
 
 def test_docs_option_overrides_the_manifest(built_index, small_docs):
@@ -261,7 +289,7 @@ def test_docs_option_overrides_the_manifest(built_index, small_docs):
     try:
         result = server.call("search", {"query": "dog"})
         assert result["isError"] is True and "is removed" not in text_of(result)
-        assert "was removed" in text_of(result) and "make index" in text_of(result)
+        assert "was removed" in text_of(result) and "index_build.py" in text_of(result)
     finally:
         server.close()
 
