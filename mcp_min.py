@@ -280,36 +280,11 @@ def describe_parameters(func, where):
     return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
 
 
-def describe_tool(func, name=None, title=None, annotations=None, output_schema=None):
-    """The definition tools/list sends, from the function's name, docstring and type hints; and
-    the name of its Context parameter."""
-    input_schema, context_param = describe_parameters(func, f"tool {name or func.__name__}")
-    definition = {"name": name or func.__name__, "title": title,
-                  "description": inspect.getdoc(func) or "",
-                  "inputSchema": input_schema, "outputSchema": output_schema,
-                  "annotations": annotations}
-    return without_none(definition), context_param
-
-
 # A prompt or a resource, as registered: its function; its definition (what a list sends); the
 # schema of its arguments (a prompt's) or variables (a URI template's); their completers; and for
 # a resource, the regular expression the URIs it serves match, and its listing function.
 Feature = collections.namedtuple("Feature", "func definition schema completers pattern listing",
                                  defaults=(None, None))
-
-
-def describe_arguments(func, where, complete):
-    """The schema of a prompt's arguments or a URI template's variables, all strings (annotate
-    them str, or Literal[...] of strings), and their completers: those in complete, {name:
-    function(value, arguments) -> list of str}, and for a Literal without one, its values."""
-    schema, _ = describe_parameters(func, where)
-    literals = {name: functools.partial(complete_from, prop["enum"])
-                for name, prop in schema.get("properties", {}).items() if "enum" in prop}
-    return schema, {**literals, **(complete or {})}
-
-
-def complete_from(choices, value, arguments):  # a Literal's values that start with what was typed
-    return [choice for choice in choices if str(choice).startswith(value)]
 
 
 # Return ToolResult(content, structured=None, is_error=False) from a tool for full control:
@@ -401,10 +376,15 @@ class Server:
         self.tools, self.prompts, self.resources = {}, {}, {}
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
-        """Decorator: the function becomes a tool; its name, docstring and type hints define it."""
+        """Decorator: the function becomes a tool. Its name, docstring and type hints make the
+        definition tools/list sends; a parameter annotated Context is filled in by the server."""
         def register(func):
-            definition, context_param = describe_tool(func, name, title, annotations, output_schema)
-            self.tools[definition["name"]] = (func, definition, context_param)
+            tool_name = name or func.__name__
+            input_schema, context_param = describe_parameters(func, f"tool {tool_name}")
+            definition = {"name": tool_name, "title": title, "description": inspect.getdoc(func)
+                          or "", "inputSchema": input_schema, "outputSchema": output_schema,
+                          "annotations": annotations}
+            self.tools[tool_name] = (func, without_none(definition), context_param)
             return func
         return register
 
@@ -422,7 +402,7 @@ class Server:
         value is what the user typed so far, arguments the variables already filled in (values
         of a Literal hint complete without one)."""
         def register(func):
-            schema, completers = describe_arguments(func, f"resource {uri}", complete)
+            schema, _ = describe_parameters(func, f"resource {uri}")
             # The URI matches as written, but for each {variable}: one path segment, not empty.
             pattern = re.compile(re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/?#]+)", re.escape(uri)))
             if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
@@ -431,7 +411,7 @@ class Server:
             definition = {"uriTemplate" if pattern.groupindex else "uri": uri,
                           "name": name or func.__name__, "title": title,
                           "description": description or inspect.getdoc(func), "mimeType": mime_type}
-            self.resources[uri] = Feature(func, without_none(definition), schema, completers,
+            self.resources[uri] = Feature(func, without_none(definition), schema, complete or {},
                                           pattern, listing)
             return func
         return register
@@ -444,28 +424,26 @@ class Server:
         for resource(), {argument: function(value, arguments) -> list of str}."""
         def register(func):
             prompt_name = name or func.__name__
-            schema, completers = describe_arguments(func, f"prompt {prompt_name}", complete)
+            schema, _ = describe_parameters(func, f"prompt {prompt_name}")
             arguments = [without_none({"name": key, "description": value.get("description"),
                                        "required": key in schema.get("required", ())})
                          for key, value in schema.get("properties", {}).items()]
             definition = {"name": prompt_name, "title": title, "description": inspect.getdoc(func),
                           "arguments": arguments}
-            self.prompts[prompt_name] = Feature(func, without_none(definition), schema, completers)
+            self.prompts[prompt_name] = Feature(func, without_none(definition), schema,
+                                                complete or {})
             return func
         return register
 
     def description(self):
         """What initialize and server/discover say of us besides serverInfo: a capability for each
-        kind of thing registered, and completions if some argument has a completer. Our lists
-        never change while we run, and nobody can subscribe: listChanged and subscribe are left
-        out, which means false."""
+        kind of thing registered, and completions wherever there are arguments to complete (those
+        of prompts, the variables of URI templates). Our lists never change while we run, and
+        nobody can subscribe: listChanged and subscribe are left out, which means false."""
         features = {"tools": self.tools, "resources": self.resources, "prompts": self.prompts,
-                    "completions": self.can_complete()}
+                    "completions": self.prompts or self.resources}
         capabilities = {key: {} for key, found in features.items() if found}
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
-
-    def can_complete(self):  # completions: does some argument or variable have a completer?
-        return any(f.completers for f in [*self.prompts.values(), *self.resources.values()])
 
     async def handle(self, message, session, send):
         """Answer one well-formed request with its response; a cancelled request raises
@@ -495,7 +473,7 @@ class Server:
                 result = page([p.definition for p in self.prompts.values()], params, "prompts")
             elif method == "prompts/get" and self.prompts:
                 result = await self.get_prompt(params)
-            elif method == "completion/complete" and self.can_complete():
+            elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
             else:
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -617,8 +595,8 @@ class Server:
         return {"messages": messages}
 
     async def complete(self, params):
-        """completion/complete: at most 100 values for an argument of a prompt or a URI template,
-        from its completer; none for an argument without one."""
+        """completion/complete: at most 100 values for an argument of a prompt or a URI template:
+        its completer's, else those of its Literal hint that start with what was typed."""
         ref, argument = params.get("ref"), params.get("argument")
         name, value = string_field(argument, "name"), string_field(argument, "value")
         kind = string_field(ref, "type")
@@ -629,8 +607,10 @@ class Server:
                                            "see prompts/list and resources/templates/list")
         context = params.get("context") if isinstance(params.get("context"), dict) else {}
         filled = context.get("arguments") if isinstance(context.get("arguments"), dict) else {}
-        completer = found.completers.get(name)
-        values = list(await call(completer, value, filled)) if completer else []
+        literal = found.schema.get("properties", {}).get(name, {}).get("enum", [])
+        values = [choice for choice in literal if str(choice).startswith(value)]
+        if name in found.completers:
+            values = list(await call(found.completers[name], value, filled))
         return {"completion": {"values": values[:100], "total": len(values),
                                "hasMore": len(values) > 100}}
 

@@ -1,4 +1,4 @@
-"""In-process unit tests of the tool layer of mcp_min: schema derivation (describe_tool),
+"""In-process unit tests of the tool layer of mcp_min: schema derivation (Server.tool),
 argument validation (validate) and result conversion (to_call_result).
 
 Spec: server/tools (Tool, inputSchema, CallToolResult, structuredContent/outputSchema) and
@@ -17,9 +17,17 @@ from hypothesis import given, settings, strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp_min import (  # noqa: E402
-    Context, Server, ToolResult, describe_tool, to_call_result, validate)
+    Context, Server, ToolResult, to_call_result, validate)
 
 NO_PARAMS = {"type": "object", "additionalProperties": False}
+
+
+def describe_tool(func, **options):
+    """(definition, name of its Context parameter), as Server.tool registers them."""
+    server = Server("t")
+    server.tool(**options)(func)
+    (_, definition, context_param), = server.tools.values()
+    return definition, context_param
 
 
 def schema_of(hint):
@@ -31,7 +39,7 @@ def schema_of(hint):
 
 
 # ---------------------------------------------------------------------------
-# describe_tool: the Tool definition tools/list sends
+# Server.tool: the Tool definition tools/list sends
 # ---------------------------------------------------------------------------
 
 HINTS = [
