@@ -23,9 +23,9 @@ from mcp.types import PromptReference, ResourceTemplateReference
 import index_build
 import mcp_min
 import server as server_module
-from client import Client
+from client import Client, HTTPClient
 from conftest import (DOCS, DOCS_DESCRIPTION, DOCS_NAME, ROOT, LiveServer, server_command,
-                      text_of)
+                      server_py_over_http, text_of)
 from mcp_min import MCPError
 
 INVALID_PARAMS = -32602
@@ -240,6 +240,24 @@ def test_templates_prompt_and_completion_through_our_client(bike_shop, bike_serv
     assert completed["completion"]["values"] == sorted(BIKE_SHOP)
     completed = bike_server.run(client.complete(template, "name", "zzz"))
     assert completed["completion"] == {"values": [], "total": 0, "hasMore": False}
+
+
+def test_the_same_over_http_in_both_eras(bike_shop):
+    # A 2026-07-28 request over HTTP repeats the URI in its Mcp-Name header: a header is ASCII,
+    # and so is every URI here, the name percent-encoded whole.
+    async def body(url, legacy):
+        async with HTTPClient(url, legacy=legacy) as client:
+            listed = await client.list_resources()
+            assert sorted(r["name"] for r in listed) == sorted(BIKE_SHOP)
+            for resource in listed:
+                read = await client.read_resource(resource["uri"])
+                assert read["contents"][0]["text"] == BIKE_SHOP[resource["name"]]
+            name = "Ölwechsel für Räder.txt"
+            asked = await client.get_prompt("ask", {"question": "Oil?", "document": name})
+            assert asked["messages"][0]["content"]["resource"]["uri"] == uri_of(name)
+    with server_py_over_http(bike_shop[1]) as url:
+        for legacy in (False, True):
+            run(body(url, legacy))
 
 
 # --- Refusals: the rules of get_document, for resources too ---
