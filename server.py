@@ -1,7 +1,7 @@
 """
 server.py - an MCP server that lets a language model search a folder of documents.
 
-    python index_build.py                       # once, and whenever docs/ changes (make index)
+    python index_build.py [--docs DIR --name NAME --description TEXT]   # make index: docs/
     python server.py [--index index] [--docs DIR] [--http [PORT]]
 
 It speaks MCP over stdio (through mcp_min): a client starts it as a subprocess, writes
@@ -533,7 +533,7 @@ def main(argv=None):
     parser.add_argument("--index", default="index", help="index_build.py's folder (default: index)")
     parser.add_argument("--docs", help="docs folder (default: the one the index records)")
     parser.add_argument("--http", nargs="?", type=int, const=8000, metavar="PORT",
-                        help="serve Streamable HTTP on port PORT (default 8000), not stdio")
+                        help="serve Streamable HTTP at http://HOST:PORT/mcp (default 8000)")
     parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind")
     parser.add_argument("--allow-host", action="append", metavar="NAME",
                         help="with --http: another host name clients may use; repeatable")
