@@ -17,8 +17,16 @@ $(VENV)/.installed: requirements.txt requirements-test.txt
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-test.txt
 	touch $@
 
+# What server.py tells a model the docs/ folder holds (index_build.py --name, --description).
+DOCS_NAME := The Wandering Kettle
+DOCS_DESCRIPTION := the documents of a cafe: its menu and prices, opening hours, the address and \
+how to get there, accessibility, wifi and power sockets, allergies and dietary options, the staff \
+handbook (shifts, uniform, tips), the history of the shop, suppliers and sustainability, and \
+events, table bookings and private hire
+
 index: install
-	$(PY) index_build.py --docs docs --index index
+	$(PY) index_build.py --docs docs --index index --name "$(DOCS_NAME)" \
+		--description "$(DOCS_DESCRIPTION)"
 
 run: index
 	$(PY) client.py

@@ -66,6 +66,8 @@ MAX_FILE_BYTES = 32 * 2 ** 20
 # A title is a document's first line, which in a log or a one-line dump can be megabytes;
 # list_documents shows every title, so each is cut to this many characters.
 TITLE_MAX_CHARS = 200
+# --name and --description: what every model that connects reads first; a line, not an essay.
+MAX_DESCRIPTION_CHARS = 400
 # C0 control characters other than tab, newline, vertical tab, form feed and carriage return.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 NON_SPACE = re.compile(r"\S")
@@ -127,10 +129,12 @@ class IndexProblem(Exception):
 # ----------------------------------------------------------------------------
 # A build: scan -> split -> embed -> write -> publish
 
-def build_index(docs_dir, index_dir, model=None):
+def build_index(docs_dir, index_dir, model=None, name=None, description=None):
     """Build the index for docs_dir into index_dir and return its manifest.
 
     model: an already loaded model (the tests share one), else one is loaded here.
+    name, description: what server.py tells a model the index holds (see main()); by
+    default the folder's name and "the documents in the folder <its name>".
     Raises BuildError for problems the user can fix; on any failure, interruptions
     included, index_dir is as it was and no temporary folder is left.
     """
@@ -150,7 +154,10 @@ def build_index(docs_dir, index_dir, model=None):
             texts = embedding_texts(files, passages, RANKING["passage_text"])
             progress_bar = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
             faiss_index = make_faiss_index(embed(model, texts, show_progress_bar=progress_bar))
+            folder = Path(docs_dir).resolve().name
             manifest = {
+                "name": name or folder,
+                "description": description or f"the documents in the folder {folder}",
                 "model": MODEL_NAME,
                 "dimension": faiss_index.d,
                 "index_type": type(faiss_index).__name__,
@@ -893,6 +900,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Build the vector index that server.py searches.")
     parser.add_argument("--docs", default="docs", help="folder of .txt/.md files (default: docs)")
     parser.add_argument("--index", default="index", help="index folder to write (default: index)")
+    parser.add_argument("--name", type=one_line, help="what the documents are called, for the "
+                        "model that searches them (default: the docs folder's name)")
+    parser.add_argument("--description", type=one_line,
+                        help='what they hold, one line that reads after "It holds", e.g. "the '
+                        'manuals of our bikes" (default: "the documents in the folder DOCS")')
     args = parser.parse_args(argv)
     for option, value in (("--docs", args.docs), ("--index", args.index)):
         if not value:  # Path("") is the current folder: `--docs "$UNSET"` would index it
@@ -905,7 +917,8 @@ def main(argv=None):
     previous = {number: signal.signal(number, stop_on_signal)
                 for number in (signal.SIGTERM, signal.SIGINT)}
     try:
-        manifest = build_index(args.docs, args.index)
+        manifest = build_index(args.docs, args.index, name=args.name,
+                               description=args.description)
     except BuildError as e:
         print(f"index_build: error: {e}", file=sys.stderr)
         return 1
@@ -927,6 +940,15 @@ def main(argv=None):
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
           f"in {seconds:.1f} s{skipped}")
     return 0
+
+
+def one_line(text):
+    """--name and --description, as argparse checks them: every model that connects reads them."""
+    text = text.strip()
+    if not text or not text.isprintable() or len(text) > MAX_DESCRIPTION_CHARS:
+        raise argparse.ArgumentTypeError(f"must be one line of printable text, 1 to "
+                                         f"{MAX_DESCRIPTION_CHARS} characters")
+    return text
 
 
 if __name__ == "__main__":

@@ -1,23 +1,32 @@
 """
-server.py - an MCP server that lets a language model search the documents of a cafe.
+server.py - an MCP server that lets a language model search a folder of documents.
 
-    python index_build.py                       # once, and whenever docs/ changes (make index)
+    python index_build.py [--docs DIR --name NAME --description TEXT]   # make index: docs/
     python server.py [--index index] [--docs DIR] [--http [PORT]]
 
 It speaks MCP over stdio (through mcp_min): a client starts it as a subprocess, writes
 JSON-RPC requests to its stdin and reads the answers from its stdout. So stdout is the
 protocol wire and nothing else may be written there; every log line goes to stderr.
 
-Three tools, each a plain function below: mcp_min builds its definition (name, description,
-input schema) from the function's name, docstring and type hints.
+It offers all three kinds of thing MCP has, each a plain function below: mcp_min builds its
+definition from the function's name, docstring and type hints.
 
+    tools, for the model:
     search(query, top_k=5)   the passages closest in meaning to the query, best first
                              (cosine similarity plus a little BM25, each file's best passage
-                             first: index_build.RANKING, chosen by `make eval`)
+                             first: index_build.RANKING, chosen by `make eval`), and a link
+                             to each document they come from
     list_documents()         the files that can be searched, with their titles
     get_document(name)       one whole file, by its exact name
+    resources, for the host:
+    docs:///{name}           each indexed file (its name percent-encoded), listed and read
+    a prompt, for the user:
+    ask(question, document)  answer a question from the documents, naming the sources
 
-Under the tools sits what they share: the Library (the model and the index), the checks of
+What the model reads of them (the instructions, the descriptions) names what the index
+holds: the --name and --description it was built with (see describe_documents).
+
+Under them sits what they share: the Library (the model and the index), the checks of
 their input, and the limits that keep every answer small. Then the settings and main().
 
 The embedding model and the index take a few seconds to load, so the server starts
@@ -43,10 +52,12 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
+from typing import Annotated
 
 import index_build  # stdlib-only at import time: torch and faiss load in the background
-from mcp_min import Server, ToolResult
+from mcp_min import INVALID_PARAMS, MCPError, Server, ToolResult
 
 __version__ = "0.1.0"
 
@@ -67,12 +78,12 @@ DEFAULT_RATE_LIMIT = 20    # tool calls per second
 
 
 # ----------------------------------------------------------------------------
-# The MCP server and its tools. The docstrings are written for the model that reads them.
+# The MCP server and its tools. The docstrings are written for the model that reads them;
+# main() fills in {index[name]} and {index[description]} (describe_documents).
 
 server = Server("rag-search-server", version=__version__, instructions=(
-    "Answers questions about The Wandering Kettle, a cafe: call search with the customer's "
-    "question and answer from the passages it returns, naming the source file. "
-    "Use get_document when a whole file is needed."))
+    "{index[name]} holds {index[description]}. Call search with a question and answer from the "
+    "passages it returns, naming the source file; get_document gives a whole file."))
 
 # What the tools share; main() makes both from the command line and the environment.
 library = None     # a Library: the model and the index
@@ -85,10 +96,9 @@ RESULT_SCHEMA = {
         "source": {"type": "string", "description": "file the passage comes from"},
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
-        "score": {"type": "number",
-                  "description": "cosine similarity plus a little BM25 word matching; larger "
-                                 "is better. Results are ordered by it, each file's best "
-                                 "passage first"},
+        "score": {"type": "number", "description": "cosine similarity plus a little BM25 word "
+                  "matching; larger is better. Results are ordered by it, each file's best "
+                  "passage first"},
     },
     "required": ["rank", "source", "distance", "text"],
 }
@@ -98,17 +108,13 @@ SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"],
 
 @server.tool(output_schema=SEARCH_OUTPUT_SCHEMA)
 def search(query: str, top_k: int = 5) -> ToolResult:
-    """Search the documents of a cafe called The Wandering Kettle.
+    """Search {index[name]} for the passages closest in meaning to a question.
 
-    Use this to answer questions about the cafe: the menu and prices, opening hours,
-    the address and how to get there, accessibility, wifi and power sockets, allergies
-    and dietary options, the staff handbook (shifts, uniform, tips), the history of the
-    shop, suppliers and sustainability, and events, table bookings and private hire.
-
-    Pass the question in plain words as `query` (for example "can I bring a dog").
-    Returns the `top_k` passages (1 to 50, default 5) closest in meaning, best first,
-    each with the file it comes from and its distance (0 = same meaning; below about
-    0.5 is usually relevant). Answer from the passages and name the source file.
+    It holds {index[description]}. Use this to answer questions about them: pass the
+    question in plain words as `query`. Returns the `top_k` passages (1 to 50, default 5)
+    closest in meaning, best first, each with the file it comes from and its distance
+    (0 = same meaning; below about 0.5 is usually relevant), then a link to each of those
+    files. Answer from the passages and name the source file.
     """
     rate_limit.check()
     query = check_query(query)
@@ -117,7 +123,12 @@ def search(query: str, top_k: int = 5) -> ToolResult:
     faiss_index, passages, lexical = library.searchable_index()
     results = index_build.rank_passages(query, library.embed_query(query), faiss_index,
                                         passages, top_k, index_build.RANKING, lexical)
-    return ToolResult(format_results(results), structured={"results": results})
+    # After the text, a resource_link to each source, best first: a host can show or open it.
+    documents = library.documents()
+    links = [{"type": "resource_link", **documents[name]}
+             for name in dict.fromkeys(r["source"] for r in results) if name in documents]
+    text = {"type": "text", "text": format_results(results)}
+    return ToolResult([text, *links], structured={"results": results})
 
 
 DOCUMENT_SCHEMA = {"type": "object", "required": ["name", "title"],
@@ -130,7 +141,7 @@ DOCUMENTS_OUTPUT_SCHEMA = {"type": "object", "required": ["documents"], "propert
 
 @server.tool(output_schema=DOCUMENTS_OUTPUT_SCHEMA)
 def list_documents() -> ToolResult:
-    """List the document files of The Wandering Kettle cafe that search looks through.
+    """List the document files of {index[name]} that search looks through.
 
     Returns one line per file: its exact name (what get_document expects) and its title.
     """
@@ -143,14 +154,20 @@ def list_documents() -> ToolResult:
 
 @server.tool()
 def get_document(name: str) -> str:
-    """Return one document file of The Wandering Kettle cafe in full, by its exact file name.
+    """Return one document file of {index[name]} in full, by its exact file name.
 
-    Use it when the passages from search are not enough and the whole file is needed,
-    for example the complete menu (menu_prices.txt). The name must be one of those
-    list_documents returns, such as "faq.txt"; paths are not accepted. A file longer than
-    200,000 characters is cut there, with a note saying so.
+    Use it when the passages from search are not enough and the whole file is needed. The
+    name must be one of those list_documents returns (a search result's source is one);
+    paths are not accepted. A file longer than 200,000 characters is cut there, with a
+    note saying so.
     """
     rate_limit.check()
+    return read_document(name)
+
+
+def read_document(name):
+    """The text of an indexed file, cut at MAX_DOCUMENT_CHARS, for get_document, the document
+    resources and the ask prompt alike; ValueError saying why when it cannot be served."""
     _, manifest, docs_dir = library.current_manifest()
     valid = valid_names(manifest["files"])
     # Only exact names from the manifest: this one check refuses "../x", "/etc/passwd",
@@ -178,6 +195,50 @@ def get_document(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------
+# The resources (each indexed file) and the prompt, for the host and its user
+
+def document_names(typed, arguments):
+    """Completion of a document's name: the names that start with what was typed, any case."""
+    return [name for name in library.documents() if name.casefold().startswith(typed.casefold())]
+
+
+@server.resource("docs:///{name}", name="document", complete={"name": document_names},
+                 listing=lambda: list(library.documents().values()))
+def document_resource(name: str) -> list:
+    """One indexed document, by its file name: the text get_document returns."""
+    # A file that cannot be served is not found: -32602 with its URI (SEP-2164), saying why.
+    try:
+        text = read_document(name)
+    except ValueError as e:
+        raise MCPError(INVALID_PARAMS, f"Resource not found: {e}", {"uri": document_uri(name)})
+    return [{"uri": document_uri(name), "mimeType": mime_type(name), "text": text}]
+
+
+def document_uri(name):
+    """docs:///<name>, percent-encoded whole (a space, #, %, any non-ASCII) so that every file
+    name index_build accepts makes a URI that reads back as the same name."""
+    return "docs:///" + urllib.parse.quote(name, safe="")
+
+
+def mime_type(name):
+    return "text/markdown" if name.lower().endswith(".md") else "text/plain"
+
+
+@server.prompt(title="Ask the documents", complete={"document": document_names})
+def ask(question: Annotated[str, "the question to answer"],
+        document: Annotated[str, "one document to answer from, by its file name"] = "") -> list:
+    """Answer a question from {index[name]}, naming the files the answer comes from."""
+    if not document:
+        return ("Answer this question with the search tool: answer only from the passages it "
+                f"returns, naming the source file of each fact.\n\nQuestion: {question}")
+    contents = document_resource(document)[0]
+    text = (f"Answer this question from the document {document} above, naming it; if the "
+            f"answer is not there, use the search tool.\n\nQuestion: {question}")
+    return [{"role": "user", "content": {"type": "resource", "resource": contents}},
+            {"role": "user", "content": {"type": "text", "text": text}}]
+
+
+# ----------------------------------------------------------------------------
 # The library: the model and the index, as the tools share them
 
 class Library:
@@ -200,6 +261,7 @@ class Library:
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
         self.index_lock = threading.RLock()
         self.manifest = None  # (manifest stamp, manifest, docs folder)
+        self.resources = None  # what documents() returns, made with self.manifest
         self.index = None     # (data folder name, faiss index, passages, BM25 index)
         self.checked = None   # ((manifest stamp, docs folder stamp), when, stale reasons)
         self.hashes = {}      # for stale_reasons: docs file -> (its stat, its sha256)
@@ -247,7 +309,18 @@ class Library:
                 manifest = index_build.read_manifest(self.index_dir)
                 docs_dir = self.docs_dir or index_build.resolve_docs_dir(manifest, self.index_dir)
                 self.manifest = (stamp, manifest, docs_dir)
+                # Made once per manifest: resources/list asks once per page, 30 times for 3,000.
+                self.resources = {name: {"uri": document_uri(name), "name": name,
+                                         "title": info["title"], "mimeType": mime_type(name),
+                                         "size": info["bytes"]}
+                                  for name, info in manifest["files"].items()}
             return self.manifest
+
+    def documents(self):
+        """{name: its resource (uri, name, title, mimeType, size)} for every indexed file."""
+        with self.index_lock:
+            self.current_manifest()
+            return self.resources
 
     def searchable_index(self):
         """(faiss index, passages, BM25 index) if the index exists and matches the docs, else
@@ -287,7 +360,7 @@ class Library:
 def check_query(query):
     query = query.strip()
     if not query:
-        raise ValueError("query is empty: pass the customer's question, e.g. 'can I bring a dog'")
+        raise ValueError("query is empty: pass the question, in plain words")
     if len(query) > MAX_QUERY_CHARS:
         raise ValueError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
                          "Pass only the question itself")
@@ -310,9 +383,8 @@ def format_results(results):
     """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']} "
-                       f"(distance: {r['distance']:.2f})\n{r['text']}"
-                       for r in results)
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})\n"
+                       f"{r['text']}" for r in results)
 
 
 def listing_of(files):
@@ -368,9 +440,8 @@ class RateLimit:
             self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
             self.last = now
             if self.tokens < 1:
-                wait = (1 - self.tokens) / self.rate
                 raise RuntimeError(f"rate limit: at most {self.rate:g} calls per second; "
-                                   f"retry in {wait:.1f} s")
+                                   f"retry in {(1 - self.tokens) / self.rate:.1f} s")
             self.tokens -= 1
 
 
@@ -419,9 +490,8 @@ def number_setting(name, default, whole=False):
         number = math.nan
     kind = "a whole number" if whole else "a number"
     if not math.isfinite(number) or number < 0 or (whole and not number.is_integer()):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        raise SettingError(f"{name}={shown!r} is not allowed: it must be {kind} 0 or above "
-                           f"(unset, it is {default})")
+        raise SettingError(f"{name}={show_name(value)} is not allowed: it must be {kind} 0 "
+                           f"or above (unset, it is {default})")
     return int(number) if whole else number
 
 
@@ -441,6 +511,17 @@ def check_folders(index, docs):
                            "or leave it out to use the one the index records")
 
 
+def describe_documents(manifest):
+    """Fill {index[name]} and {index[description]} in what the model reads (the instructions,
+    the descriptions of the tools and of the prompt) with the --name and --description the
+    index was built with; generic words for no index (or one from before those options)."""
+    index = {"name": "the index", "description": "the documents it was built from", **manifest}
+    server.instructions = server.instructions.format(index=index)
+    definitions = [tool[1] for tool in server.tools.values()] + [server.prompts["ask"].definition]
+    for definition in definitions:
+        definition["description"] = definition["description"].format(index=index)
+
+
 def main(argv=None):
     if problem := missing_packages_error():
         sys.exit(problem)
@@ -448,20 +529,14 @@ def main(argv=None):
     # 1.5 s here, which each client waits through when it closes the server. Frozen objects
     # are skipped, and the process is ending anyway: atexit runs before that collection.
     atexit.register(gc.freeze)
-    parser = argparse.ArgumentParser(
-        description="MCP server (stdio) searching the cafe documents.")
-    parser.add_argument("--index", default="index",
-                        help="index folder built by index_build.py (default: index)")
-    parser.add_argument("--docs", default=None,
-                        help="docs folder (default: the one recorded in the index manifest)")
+    parser = argparse.ArgumentParser(description="MCP server searching an index_build.py index.")
+    parser.add_argument("--index", default="index", help="index_build.py's folder (default: index)")
+    parser.add_argument("--docs", help="docs folder (default: the one the index records)")
     parser.add_argument("--http", nargs="?", type=int, const=8000, metavar="PORT",
-                        help="serve Streamable HTTP on http://127.0.0.1:PORT/mcp "
-                             "(default port 8000) instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="with --http: the address to bind (default: 127.0.0.1)")
+                        help="serve Streamable HTTP at http://HOST:PORT/mcp (default 8000)")
+    parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind")
     parser.add_argument("--allow-host", action="append", metavar="NAME",
-                        help="with --http: a host name clients may use besides localhost "
-                             "(behind a proxy: its public name); repeat for more")
+                        help="with --http: another host name clients may use; repeatable")
     args = parser.parse_args(argv)
 
     try:
@@ -475,6 +550,10 @@ def main(argv=None):
     rate_limit = RateLimit(rate)
     # More torch threads than cores only adds switching; 0 keeps torch's own choice.
     library = Library(args.index, args.docs)
+    try:  # a build while the server runs is picked up, but these words only at a restart
+        describe_documents(library.current_manifest()[1])
+    except index_build.IndexProblem:
+        describe_documents({})
     library.start_loading(threads=min(threads, os.cpu_count() or 1))
     log(f"{server.info['name']} {__version__} (index: {args.index})")
     if args.http is not None:  # mcp_http.py logs the URL it serves

@@ -23,6 +23,15 @@ sys.path.insert(0, str(ROOT))
 import index_build  # noqa: E402  (needs the sys.path line above)
 from client import Client  # noqa: E402
 
+# What `make index` tells index_build.py about docs/ (--name, --description); the Makefile
+# says the same (tests/test_server.py checks that).
+DOCS_NAME = "The Wandering Kettle"
+DOCS_DESCRIPTION = ("the documents of a cafe: its menu and prices, opening hours, the address "
+                    "and how to get there, accessibility, wifi and power sockets, allergies and "
+                    "dietary options, the staff handbook (shifts, uniform, tips), the history of "
+                    "the shop, suppliers and sustainability, and events, table bookings and "
+                    "private hire")
+
 
 @pytest.fixture(scope="session")
 def model():
@@ -31,9 +40,11 @@ def model():
 
 @pytest.fixture(scope="session")
 def built_index(tmp_path_factory, model):
-    """An index of the real docs/ folder, built once into a temporary folder."""
+    """An index of the real docs/ folder as `make index` builds it, once, into a temporary
+    folder."""
     index_dir = tmp_path_factory.mktemp("docs-index") / "index"
-    index_build.build_index(DOCS, index_dir, model=model)
+    index_build.build_index(DOCS, index_dir, model=model, name=DOCS_NAME,
+                            description=DOCS_DESCRIPTION)
     return index_dir
 
 

@@ -32,16 +32,10 @@ def test_demo_shows_each_step(built_index):
         "    server     : rag-search-server 0.1.0",
         "    protocol   : 2026-07-28",
         "    era        : modern",
-        "[2] tools/list",
-        "    search: Search the documents of a cafe called The Wandering Kettle.",
-        "        arguments: query (string, required), top_k (integer, default 5)",
-        "    list_documents: ",
-        "        arguments: none",
-        "    get_document: ",
-        "        arguments: name (string, required)",
         '[3] tools/call search {"query": "can I bring a dog", "top_k": 3}',
         "    isError    : False",
-        "    content    : 1 block(s), type text",
+        # The text, then a resource_link to each of the three files the passages come from.
+        "    content    : 4 block(s), type text, resource_link, resource_link, resource_link",
         "    structured : keys results",
         "    [1] source: faq.txt (distance: 0.",
         "    [3] source: ",
@@ -49,6 +43,40 @@ def test_demo_shows_each_step(built_index):
         assert line in out, f"missing {line!r} in:\n{out}"
     assert "→" not in out and "←" not in out  # no wire lines without --trace
     assert out.index("[1] connect") < out.index("[2] tools/list") < out.index("[3] tools/call")
+    # Step 2, whole: server.py's tools, its documents as resources, their template, its prompt;
+    # the words come from the index (make index's --name and --description).
+    lines = out.splitlines()
+    start = lines.index(STEP_2[0])
+    assert lines[start:start + len(STEP_2) + 1] == [*STEP_2, ""]
+
+
+STEP_2 = [
+    "[2] tools/list, resources/list, resources/templates/list, prompts/list",
+    "    search: Search The Wandering Kettle for the passages closest in meaning to a question.",
+    "        arguments: query (string, required), top_k (integer, default 5)",
+    "    list_documents: List the document files of The Wandering Kettle that search looks "
+    "through.",
+    "        arguments: none",
+    "    get_document: Return one document file of The Wandering Kettle in full, by its exact "
+    "file name.",
+    "        arguments: name (string, required)",
+    "    resources: 9",
+    "        docs:///allergies_dietary.txt: The Wandering Kettle - Allergies and Dietary "
+    "Requirements",
+    "        docs:///events_reservations.txt: The Wandering Kettle - Events, Table Bookings and "
+    "Private Hire",
+    "        docs:///faq.txt: The Wandering Kettle - Frequently Asked Questions",
+    "        ... and 6 more",
+    "    resource templates: 1",
+    "        docs:///{name}: One indexed document, by its file name: the text get_document "
+    "returns.",
+    "    prompts: 1",
+    "        ask(question, [document]): Answer a question from The Wandering Kettle, naming the "
+    "files the answer comes from.",
+]
+# What client.py asks server.py for before its search, now that server.py has resources and
+# prompts (step 2 lists them).
+LISTS = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"]
 
 
 def test_own_question_with_trace(built_index):
@@ -58,28 +86,28 @@ def test_own_question_with_trace(built_index):
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
-    assert [m.get("method") for m in sent] == ["server/discover", "tools/list", "tools/call"]
+    assert [m.get("method") for m in sent] == ["server/discover", *LISTS, "tools/call"]
     question = "is there a password for the wifi"
     assert sent[-1]["params"]["arguments"] == {"query": question, "top_k": 2}
     assert [m["id"] for m in received] == [m["id"] for m in sent]
     assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "wifi_power.txt"
     assert "    [2] source: " in result.stdout and "    [3] source: " not in result.stdout
     # Each wire line comes right after the step header that caused it.
-    assert lines[lines.index("[2] tools/list") + 1].startswith("→ ")
+    assert lines[lines.index(STEP_2[0]) + 1].startswith("→ ")
 
 
-def test_legacy_shows_the_four_messages_of_a_handshake_session(built_index):
+def test_legacy_shows_the_messages_of_a_handshake_session(built_index):
     # The flow of the tutorial this project grew from: initialize, notifications/initialized,
-    # tools/list, tools/call. Only the three requests are answered.
+    # tools/list (and the other lists), tools/call. Only the requests are answered.
     result = run_client("--legacy", "--trace", "--top-k", "1", "--index", built_index)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     received = [json.loads(line[2:]) for line in lines if line.startswith("← ")]
-    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized",
-                                           "tools/list", "tools/call"]
+    assert [m["method"] for m in sent] == ["initialize", "notifications/initialized", *LISTS,
+                                           "tools/call"]
     assert "id" not in sent[1]
-    assert [m["id"] for m in received] == [1, 2, 3]
+    assert [m["id"] for m in received] == [1, 2, 3, 4, 5, 6]
     assert received[0]["result"]["protocolVersion"] == "2025-11-25"
     assert "    era        : legacy" in result.stdout
     assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "faq.txt"
@@ -233,7 +261,7 @@ def test_url_talks_streamable_http(built_index):
     assert "    [1] source: faq.txt (distance: 0." in result.stdout
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
-    assert [m["method"] for m in sent] == ["server/discover", "tools/list", "tools/call"]
+    assert [m["method"] for m in sent] == ["server/discover", *LISTS, "tools/call"]
 
 
 # --- A fresh clone: `python client.py` with whatever python3 is on PATH ---
@@ -387,7 +415,7 @@ def scripted_server(folder, replies):
 
 def test_step_2_counts_the_resources_and_shows_the_first_three(tmp_path):
     # Five resources on two pages (resources/list follows nextCursor), a template, two prompts:
-    # the shape server.py will have once it serves each indexed document as a resource.
+    # the shape of server.py, which serves each indexed document as a resource.
     documents = [{"uri": f"docs://{name}", "name": name, "mimeType": "text/plain"}
                  for name in ("faq.txt", "hours.txt", "menu.txt", "wifi.txt", "events.txt")]
     documents[0]["description"] = "The cafe's questions and answers\nsecond line"
