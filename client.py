@@ -679,10 +679,8 @@ def interactive(client, top_k):
         runner.run(client.__aenter__())
         try:
             tools = runner.run(client.list_tools())
-            info = client.server_info
-            note(f"connected to {info.get('name', '?')} {info.get('version', '')} "
-                 f"({client.protocol_version}). One question per line; "
-                 "an empty line or Ctrl-D ends.")
+            note(f"connected to {client.server_info.get('name', '?')} ({client.protocol_version})."
+                 " One question per line; an empty line or Ctrl-D ends.")
             while question := read_question():
                 started = time.perf_counter()
                 result = runner.run(call_search(client, search_arguments(tools, question, top_k)))
@@ -826,8 +824,8 @@ def describe_prompt(prompt):
 def print_content(result, prefix=""):
     """Each content block of a tool's result: its text, each line after `prefix`."""
     for block in result.get("content", []):
-        kind = block.get("type")
-        text = str(block.get("text", "")) if kind == "text" else f"<{kind} block>"
+        link = f"<{block.get('type')} {block.get('uri', 'block')}>"  # a resource_link, an image
+        text = str(block.get("text", "")) if block.get("type") == "text" else link
         print("\n".join(prefix + line if line else "" for line in text.splitlines()))
 
 
