@@ -335,6 +335,18 @@ def call_sync(func, /, *args, **kwargs):
         raise RuntimeError("the function raised StopIteration") from e
 
 
+def failure(error):
+    """What a function we were given raised, in one line for the client; the traceback goes to
+    stderr. Whatever it is, even sys.exit() (argparse calls it), KeyboardInterrupt or a
+    CancelledError nobody asked for (it awaited a cancelled task), it fails only its own request:
+    re-raised, it would stop the server, or leave the request without an answer and its id in
+    use. Only a cancellation of the request itself goes on."""
+    if isinstance(error, asyncio.CancelledError) and asyncio.current_task().cancelling():
+        raise error
+    log(traceback.format_exc().rstrip())
+    return f"{type(error).__name__}: {error}"
+
+
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
     cancelled flag, set once the request is cancelled or answered: a sync tool, or a thread it
@@ -484,9 +496,8 @@ class Server:
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
             return error_response(request_id, e)
-        except Exception as e:  # the whole story for the operator (stderr), the gist for the client
-            log(traceback.format_exc().rstrip())  # a resource's or a prompt's function failed?
-            error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}: {e}")
+        except BaseException as e:  # a resource's, a prompt's or a completer's function failed
+            error = MCPError(INTERNAL_ERROR, f"Internal error: {failure(e)}")
             return error_response(request_id, error)
 
     def modern_version(self, method, params):
@@ -528,13 +539,8 @@ class Server:
             arguments[context_param] = Context(send, request_id, meta.get("progressToken"))
         try:
             return to_call_result(await call(func, **arguments), definition)
-        except BaseException as e:  # sys.exit() in argparse, a KeyboardInterrupt: fails one call
-            # A CancelledError that nobody asked for (the tool awaited a cancelled task) fails the
-            # call too: re-raised, it would leave the request without an answer, its id in use.
-            if isinstance(e, asyncio.CancelledError) and asyncio.current_task().cancelling():
-                raise
-            log(traceback.format_exc().rstrip())
-            return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
+        except BaseException as e:  # what the model reads, so that it can try another way
+            return tool_error(f"Tool {name} failed: {failure(e)}")
         finally:  # a sync tool's thread may run on after a cancel, or a thread it started after
             if context_param:  # the answer: they can see this and stop, and report nothing more
                 arguments[context_param].cancelled = True
