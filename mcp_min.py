@@ -632,7 +632,11 @@ class Server:
         with open(os.devnull, "rb") as devnull:
             os.dup2(devnull.fileno(), 0)
         os.dup2(2, 1)
-        with contextlib.closing(new_event_loop()) as loop, contextlib.redirect_stdout(sys.stderr):
+        # The loop is closed by hand, not by asyncio.run(), which waits for every worker thread:
+        # one stuck in a sync tool for good would keep the server from ever returning.
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
+        with contextlib.closing(loop), contextlib.redirect_stdout(sys.stderr):
             loop.run_until_complete(self.serve_stdio(wire_in, wire_out))
         os.close(wire_out)  # the wire: the client sees EOF, even if a stuck tool keeps the process
 
@@ -718,15 +722,6 @@ class Server:
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
             del session["in_flight"][message["id"]]
             send(response)
-
-
-def new_event_loop():
-    """An event loop with MAX_THREADS worker threads for sync tools. Close it by hand, not with
-    asyncio.run(), which waits for every worker thread: one stuck in a tool for good would keep
-    the server from ever returning."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
-    return loop
 
 
 async def open_pipes(in_fd, out_fd):
