@@ -130,13 +130,10 @@ def refuse_constant(name):  # Python's json reads NaN and Infinity; JSON has no 
     raise ValueError(f"{name} is not a JSON value")
 
 
-def read_int(text):  # Python refuses ints over 4,300 digits; JSON allows them: keep the magnitude
-    return int(text) if len(text) < 4300 else float(text)
-
-
 # A number beyond float range, like 1e400, is valid JSON. It reads as inf, and where it is used (a
-# tool argument, or an answer it would end up in) its request gets an error for its own id.
-DECODER = json.JSONDecoder(parse_constant=refuse_constant, parse_int=read_int)
+# tool argument, or an answer it would end up in) its request gets an error for its own id. An
+# integer of over 4,300 digits is valid JSON too, but Python refuses to read it: a parse error.
+DECODER = json.JSONDecoder(parse_constant=refuse_constant)
 
 
 def parse_message(line):
