@@ -54,7 +54,6 @@ MAX_IN_FLIGHT = 512  # requests running at once; past that, stdin waits (backpre
 MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts, completers
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
-SHUTDOWN_GRACE = 5.0  # seconds running calls get to finish after SIGTERM or SIGINT
 PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
 # 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
 # Definitions change only with the code; what a resource's function returns may change any time.
@@ -639,11 +638,11 @@ class Server:
 
     async def serve_stdio(self, in_fd, out_fd):
         """Requests run concurrently, and answers go out as they finish. After EOF, every request
-        read gets its answer. A signal, or a client that reads nothing, stops the server: running
-        calls get a grace period, then an error answer."""
+        read gets its answer. A signal, a client that closes stdout or one that reads nothing
+        stops the server at once: the calls still running get an error answer."""
         # A session is one client's state: the requests it has running, by id. A legacy client over
         # HTTP has one per connection; a modern request has its own.
-        loop, session, stopped = asyncio.get_running_loop(), {"in_flight": {}}, []
+        loop, session = asyncio.get_running_loop(), {"in_flight": {}}
         reader, writer = await open_pipes(in_fd, out_fd)
         in_flight, serving, lines_read = session["in_flight"], asyncio.current_task(), 0
 
@@ -651,16 +650,11 @@ class Server:
             # Answers always go out. A notification is skipped while a slow client has a backlog:
             # progress is only a hint, and the next one that goes out carries the latest value.
             if writer.transport.is_closing():  # the client closed our stdout: nobody listens
-                stop("the client closed stdout")
+                serving.cancel("the client closed stdout")
             elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
-
-        def stop(reason):
-            if not stopped:
-                stopped.append(reason)
-                serving.cancel()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop, f"stopped by {signal.Signals(signum).name}")
+        for signum in (signal.SIGINT, signal.SIGTERM):  # each cancels this task, saying why
+            loop.add_signal_handler(signum, serving.cancel, f"stopped by {signum.name}")
         try:
             async for line in read_lines(functools.partial(reader.read, 65536)):
                 self.receive_line(line, session, send)
@@ -671,22 +665,18 @@ class Server:
                 # unread, stdin waits, so memory stays flat whatever the client sends.
                 if len(in_flight) >= MAX_IN_FLIGHT:
                     await asyncio.wait(in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
-                if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
-                    try:
-                        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-                    except TimeoutError:
-                        stop(f"the client read nothing for {WRITE_TIMEOUT:g} s")
+                if writer.transport.get_write_buffer_size() > MAX_BACKLOG:  # or TimeoutError
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
             if in_flight:
                 await asyncio.wait(list(in_flight.values()))
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, TimeoutError) as stopped:
             serving.uncancel()
-            if in_flight:
-                await asyncio.wait(list(in_flight.values()), timeout=SHUTDOWN_GRACE)
             for request_id, task in list(in_flight.items()):
                 task.cancel()
                 error = MCPError(INTERNAL_ERROR, "Cancelled: the server is shutting down")
                 send(error_response(request_id, error))
-            log(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}")
+            reason = str(stopped) or f"the client read nothing for {WRITE_TIMEOUT:g} s"
+            log(f"{self.info['name']}: {reason}; cancelled {len(in_flight)}")
         writer.close()  # flushes what is buffered before the pipe closes
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
             await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)
