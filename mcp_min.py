@@ -276,6 +276,12 @@ def describe_parameters(func, where):
     return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
 
 
+def define(func, name, title, doc, **rest):
+    """A tool's, a prompt's or a resource's definition, as a list sends it: its name (the
+    function's, unless another is given), title and description, then the rest of its fields."""
+    return without_none({"name": name or func.__name__, "title": title, "description": doc, **rest})
+
+
 # A prompt or a resource, as registered: its function; its definition (what a list sends); the
 # schema of its arguments (a prompt's) or variables (a URI template's); their completers; and for
 # a resource, the regular expression the URIs it serves match, and its listing function.
@@ -387,12 +393,10 @@ class Server:
         """Decorator: the function becomes a tool. Its name, docstring and type hints make the
         definition tools/list sends; a parameter annotated Context is filled in by the server."""
         def register(func):
-            tool_name = name or func.__name__
-            input_schema, context_param = describe_parameters(func, f"tool {tool_name}")
-            definition = {"name": tool_name, "title": title, "description": inspect.getdoc(func)
-                          or "", "inputSchema": input_schema, "outputSchema": output_schema,
-                          "annotations": annotations}
-            self.tools[tool_name] = (func, without_none(definition), context_param)
+            schema, context_param = describe_parameters(func, f"tool {name or func.__name__}")
+            definition = define(func, name, title, inspect.getdoc(func) or "", inputSchema=schema,
+                                outputSchema=output_schema, annotations=annotations)
+            self.tools[definition["name"]] = (func, definition, context_param)
             return func
         return register
 
@@ -416,11 +420,10 @@ class Server:
             if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
                 raise TypeError(f"resource {uri}: give the function one parameter for each "
                                 "{variable} of the URI, of the same name (RFC 6570, level 1)")
-            definition = {"uriTemplate" if pattern.groupindex else "uri": uri,
-                          "name": name or func.__name__, "title": title,
-                          "description": description or inspect.getdoc(func), "mimeType": mime_type}
-            self.resources[uri] = Feature(func, without_none(definition), schema, complete or {},
-                                          pattern, listing)
+            fields = {"uriTemplate" if pattern.groupindex else "uri": uri, "mimeType": mime_type}
+            definition = define(func, name, title, description or inspect.getdoc(func), **fields)
+            self.resources[uri] = Feature(func, definition, schema, complete or {}, pattern,
+                                          listing)
             return func
         return register
 
@@ -431,15 +434,12 @@ class Server:
         or "assistant", "content": a text, image, audio or resource content block}. complete: as
         for resource(), {argument: function(value, arguments) -> list of str}."""
         def register(func):
-            prompt_name = name or func.__name__
-            schema, _ = describe_parameters(func, f"prompt {prompt_name}")
+            schema, _ = describe_parameters(func, f"prompt {name or func.__name__}")
             arguments = [without_none({"name": key, "description": value.get("description"),
                                        "required": key in schema.get("required", ())})
                          for key, value in schema.get("properties", {}).items()]
-            definition = {"name": prompt_name, "title": title, "description": inspect.getdoc(func),
-                          "arguments": arguments}
-            self.prompts[prompt_name] = Feature(func, without_none(definition), schema,
-                                                complete or {})
+            definition = define(func, name, title, inspect.getdoc(func), arguments=arguments)
+            self.prompts[definition["name"]] = Feature(func, definition, schema, complete or {})
             return func
         return register
 
