@@ -398,7 +398,7 @@ class HTTPTransport:
         request_id, in_flight = message["id"], session["in_flight"]
         sse = "event-stream" in request.headers.get("accept", "")
         answer = Answer(writer, self.write_timeout, sse)
-        task = asyncio.ensure_future(self.server.handle(message, session, answer.notify))
+        task = asyncio.ensure_future(self.server.handle(message, answer.notify))
         in_flight[request_id] = task  # where notifications/cancelled finds it
         task.add_done_callback(  # forget it, unless a newer request has taken its id
             lambda _: in_flight.get(request_id) is task and in_flight.pop(request_id))

@@ -453,15 +453,17 @@ class Server:
         capabilities = {key: {} for key, found in features.items() if found}
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
 
-    async def handle(self, message, session, send):
+    async def handle(self, message, send):
         """Answer one well-formed request with its response; a cancelled request raises
         CancelledError instead. A tool's notifications reach the client through send(message)
         while it runs."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
         try:
             modern = method != "initialize" and self.modern_version(method, params)
-            if method == "initialize":
-                result = self.initialize(params, session)
+            if method == "initialize":  # the legacy handshake; an unknown version gets our latest
+                requested = string_field(params, "protocolVersion")
+                version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
+                result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
@@ -470,8 +472,11 @@ class Server:
                 result = await self.call_tool(params, request_id, send)
             elif method == "tools/list" and self.tools:
                 result = page([tool[1] for tool in self.tools.values()], params, "tools")
-            elif method == "resources/list" and self.resources:
-                result = page(await self.list_resources(), params, "resources")
+            elif method == "resources/list" and self.resources:  # fixed ones, then those listed
+                listed = [r.definition for r in self.resources.values() if not r.pattern.groupindex]
+                for resource in self.resources.values():
+                    listed += await call(resource.listing) if resource.listing else []
+                result = page(listed, params, "resources")
             elif method == "resources/templates/list" and self.resources:
                 templates = [r.definition for r in self.resources.values() if r.pattern.groupindex]
                 result = page(templates, params, "resourceTemplates")
@@ -510,13 +515,6 @@ class Server:
                            {"supported": MODERN_VERSIONS, "requested": version})
         return version
 
-    def initialize(self, params, session):
-        """The legacy handshake. An unknown version is no error: we offer our latest, and the
-        client decides."""
-        requested = string_field(params, "protocolVersion")
-        version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
-        return {"protocolVersion": version, **self.description(), "serverInfo": self.info}
-
     async def call_tool(self, params, request_id, send):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
         and a failing tool are results with isError, which the model reads and can correct."""
@@ -550,13 +548,6 @@ class Server:
 
     # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
     #        server/utilities/completion; lists come in pages: server/utilities/pagination) ===
-
-    async def list_resources(self):
-        """resources/list: the fixed resources, then those the templates' listings return."""
-        listed = [r.definition for r in self.resources.values() if not r.pattern.groupindex]
-        for resource in self.resources.values():
-            listed += await call(resource.listing) if resource.listing else []
-        return listed
 
     async def read_resource(self, params):
         """resources/read: the first resource, in the order registered, whose URI or template
@@ -703,7 +694,7 @@ class Server:
 
     async def answer(self, message, session, send):
         # Sending from inside the task, not from a done-callback, saves an event-loop turn.
-        response = await self.handle(message, session, send)
+        response = await self.handle(message, send)
         # Only while in_flight holds this task: a tool that swallowed its cancellation returns,
         # but a cancelled request gets no answer, and a later request may have its id by now.
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
