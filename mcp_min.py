@@ -265,13 +265,13 @@ def describe_parameters(func, where):
     hints = typing.get_type_hints(func, include_extras=True)
     params = inspect.signature(func).parameters.values()
     context_param = next((param.name for param in params if hints.get(param.name) is Context), None)
-    params = [param for param in params if param.name != context_param]
-    properties = {param.name: schema_for(hints.get(param.name), f"{where}, {param.name!r}")
-                  for param in params}
-    for param in params:  # a default that is not JSON fails here, at decoration time
-        if param.default is not param.empty:
+    properties, required = {}, []
+    for param in [param for param in params if param.name != context_param]:
+        properties[param.name] = schema_for(hints.get(param.name), f"{where}, {param.name!r}")
+        if param.default is param.empty:
+            required.append(param.name)
+        else:  # a default that is not JSON fails here, at decoration time
             properties[param.name]["default"] = json.loads(encode(param.default))
-    required = [param.name for param in params if param.default is param.empty]
     schema = {"type": "object", "properties": properties, "required": required}
     return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
 
@@ -305,14 +305,12 @@ def to_call_result(value, definition):
     elif not isinstance(value, ToolResult):
         text = value if isinstance(value, str) else encode(value).decode().strip()
         value = ToolResult([] if value is None else text)
+    if value.structured is None and "outputSchema" in definition and not value.is_error:
+        raise TypeError("the tool declares an outputSchema, so it must return a dict")  # a MUST
     content = value.content
     content = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    result = {"content": content, "isError": value.is_error}
-    if value.structured is not None:
-        result["structuredContent"] = value.structured
-    elif "outputSchema" in definition and not value.is_error:  # then structuredContent is a MUST
-        raise TypeError("the tool declares an outputSchema, so it must return a dict")
-    return result
+    return without_none({"content": content, "isError": value.is_error,
+                         "structuredContent": value.structured})
 
 
 def tool_error(text):
@@ -366,18 +364,17 @@ class Context:
         (spec: progress, cancellation)."""
         if self.progress_token is None or self.cancelled:
             return
-        params = without_none({"progressToken": self.progress_token, "progress": progress,
-                               "total": total, "message": message})
-        notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-        if threading.get_ident() == self.loop_thread:
-            self.send(notification)
-        else:  # from a sync tool's thread: it waits a turn of the loop, so a flood stays flat
-            self.loop.call_soon_threadsafe(self.send_unless_cancelled, notification)
-            asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(WRITE_TIMEOUT)
+        if threading.get_ident() != self.loop_thread:  # from a sync tool's thread: the loop
+            # sends it, and the thread waits until it has, so that a flood of reports stays flat
+            report = self.report_on_loop(progress, total, message)
+            asyncio.run_coroutine_threadsafe(report, self.loop).result(WRITE_TIMEOUT)
+        else:
+            params = without_none({"progressToken": self.progress_token, "progress": progress,
+                                   "total": total, "message": message})
+            self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
-    def send_unless_cancelled(self, notification):  # on the loop: the answer may have gone since
-        if not self.cancelled:
-            self.send(notification)
+    async def report_on_loop(self, *args):  # the answer may have gone since: checked again
+        self.report_progress(*args)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
