@@ -650,10 +650,11 @@ class Server:
                 if lines_read % 16 == 0:  # a turn of the loop: finished requests write answers
                     await asyncio.sleep(0)
                 # Backpressure: while too many requests run, or a slow client leaves too much
-                # unread, stdin waits, so memory stays flat whatever the client sends.
+                # unread, stdin waits, so memory stays flat whatever the client sends. A client
+                # that reads nothing for WRITE_TIMEOUT is gone: its TimeoutError stops the server.
                 if len(in_flight) >= MAX_IN_FLIGHT:
                     await asyncio.wait(in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
-                if writer.transport.get_write_buffer_size() > MAX_BACKLOG:  # or TimeoutError
+                if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
             if in_flight:
                 await asyncio.wait(list(in_flight.values()))
