@@ -27,12 +27,13 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/
 """
 import asyncio, base64, collections, contextlib, errno, functools, resource, secrets, signal, sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
-                     MAX_BACKLOG, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND, MODERN_VERSIONS,
-                     PARSE_ERROR, UNSUPPORTED_VERSION, MCPError, check_request, encode,
-                     encode_reply, error_response, new_event_loop, parse_message, valid_id)
+                     MAX_BACKLOG, MAX_MESSAGE_BYTES, MAX_THREADS, META, METHOD_NOT_FOUND,
+                     MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, MCPError, check_request,
+                     encode, encode_reply, error_response, parse_message, valid_id)
 
 ENDPOINT = "/mcp"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the default allow-list for Host and Origin
@@ -133,7 +134,9 @@ def serve(server, host="127.0.0.1", port=8000, grace=SHUTDOWN_GRACE, **options):
     (allowed_hosts, request_timeout, write_timeout, max_connections) go to HTTPTransport. A port in
     use, an invalid port or host: one line on stderr and exit status 1."""
     try:
-        with contextlib.closing(new_event_loop()) as loop:  # as many tool threads as on stdio
+        loop = asyncio.new_event_loop()  # closed by hand, as on stdio: see mcp_min's Server.run
+        loop.set_default_executor(ThreadPoolExecutor(MAX_THREADS))  # as many tool threads too
+        with contextlib.closing(loop):
             loop.run_until_complete(HTTPTransport(server, **options).run(host, port, grace))
     except KeyboardInterrupt:  # Ctrl-C before the signal handlers were in place
         pass
@@ -395,7 +398,7 @@ class HTTPTransport:
         request_id, in_flight = message["id"], session["in_flight"]
         sse = "event-stream" in request.headers.get("accept", "")
         answer = Answer(writer, self.write_timeout, sse)
-        task = asyncio.ensure_future(self.server.handle(message, session, answer.notify))
+        task = asyncio.ensure_future(self.server.handle(message, answer.notify))
         in_flight[request_id] = task  # where notifications/cancelled finds it
         task.add_done_callback(  # forget it, unless a newer request has taken its id
             lambda _: in_flight.get(request_id) is task and in_flight.pop(request_id))

@@ -54,7 +54,6 @@ MAX_IN_FLIGHT = 512  # requests running at once; past that, stdin waits (backpre
 MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts, completers
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
-SHUTDOWN_GRACE = 5.0  # seconds running calls get to finish after SIGTERM or SIGINT
 PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
 # 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
 # Definitions change only with the code; what a resource's function returns may change any time.
@@ -130,13 +129,10 @@ def refuse_constant(name):  # Python's json reads NaN and Infinity; JSON has no 
     raise ValueError(f"{name} is not a JSON value")
 
 
-def read_int(text):  # Python refuses ints over 4,300 digits; JSON allows them: keep the magnitude
-    return int(text) if len(text) < 4300 else float(text)
-
-
 # A number beyond float range, like 1e400, is valid JSON. It reads as inf, and where it is used (a
-# tool argument, or an answer it would end up in) its request gets an error for its own id.
-DECODER = json.JSONDecoder(parse_constant=refuse_constant, parse_int=read_int)
+# tool argument, or an answer it would end up in) its request gets an error for its own id. An
+# integer of over 4,300 digits is valid JSON too, but Python refuses to read it: a parse error.
+DECODER = json.JSONDecoder(parse_constant=refuse_constant)
 
 
 def parse_message(line):
@@ -269,15 +265,21 @@ def describe_parameters(func, where):
     hints = typing.get_type_hints(func, include_extras=True)
     params = inspect.signature(func).parameters.values()
     context_param = next((param.name for param in params if hints.get(param.name) is Context), None)
-    params = [param for param in params if param.name != context_param]
-    properties = {param.name: schema_for(hints.get(param.name), f"{where}, {param.name!r}")
-                  for param in params}
-    for param in params:  # a default that is not JSON fails here, at decoration time
-        if param.default is not param.empty:
+    properties, required = {}, []
+    for param in [param for param in params if param.name != context_param]:
+        properties[param.name] = schema_for(hints.get(param.name), f"{where}, {param.name!r}")
+        if param.default is param.empty:
+            required.append(param.name)
+        else:  # a default that is not JSON fails here, at decoration time
             properties[param.name]["default"] = json.loads(encode(param.default))
-    required = [param.name for param in params if param.default is param.empty]
     schema = {"type": "object", "properties": properties, "required": required}
     return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
+
+
+def define(func, name, title, doc, **rest):
+    """A tool's, a prompt's or a resource's definition, as a list sends it: its name (the
+    function's, unless another is given), title and description, then the rest of its fields."""
+    return without_none({"name": name or func.__name__, "title": title, "description": doc, **rest})
 
 
 # A prompt or a resource, as registered: its function; its definition (what a list sends); the
@@ -303,14 +305,12 @@ def to_call_result(value, definition):
     elif not isinstance(value, ToolResult):
         text = value if isinstance(value, str) else encode(value).decode().strip()
         value = ToolResult([] if value is None else text)
+    if value.structured is None and "outputSchema" in definition and not value.is_error:
+        raise TypeError("the tool declares an outputSchema, so it must return a dict")  # a MUST
     content = value.content
     content = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    result = {"content": content, "isError": value.is_error}
-    if value.structured is not None:
-        result["structuredContent"] = value.structured
-    elif "outputSchema" in definition and not value.is_error:  # then structuredContent is a MUST
-        raise TypeError("the tool declares an outputSchema, so it must return a dict")
-    return result
+    return without_none({"content": content, "isError": value.is_error,
+                         "structuredContent": value.structured})
 
 
 def tool_error(text):
@@ -335,6 +335,18 @@ def call_sync(func, /, *args, **kwargs):
         raise RuntimeError("the function raised StopIteration") from e
 
 
+def failure(error):
+    """What a function we were given raised, in one line for the client; the traceback goes to
+    stderr. Whatever it is, even sys.exit() (argparse calls it), KeyboardInterrupt or a
+    CancelledError nobody asked for (it awaited a cancelled task), it fails only its own request:
+    re-raised, it would stop the server, or leave the request without an answer and its id in
+    use. Only a cancellation of the request itself goes on."""
+    if isinstance(error, asyncio.CancelledError) and asyncio.current_task().cancelling():
+        raise error
+    log(traceback.format_exc().rstrip())
+    return f"{type(error).__name__}: {error}"
+
+
 class Context:
     """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
     cancelled flag, set once the request is cancelled or answered: a sync tool, or a thread it
@@ -352,18 +364,17 @@ class Context:
         (spec: progress, cancellation)."""
         if self.progress_token is None or self.cancelled:
             return
-        params = without_none({"progressToken": self.progress_token, "progress": progress,
-                               "total": total, "message": message})
-        notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-        if threading.get_ident() == self.loop_thread:
-            self.send(notification)
-        else:  # from a sync tool's thread: it waits a turn of the loop, so a flood stays flat
-            self.loop.call_soon_threadsafe(self.send_unless_cancelled, notification)
-            asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop).result(WRITE_TIMEOUT)
+        if threading.get_ident() != self.loop_thread:  # from a sync tool's thread: the loop
+            # sends it, and the thread waits until it has, so that a flood of reports stays flat
+            report = self.report_on_loop(progress, total, message)
+            asyncio.run_coroutine_threadsafe(report, self.loop).result(WRITE_TIMEOUT)
+        else:
+            params = without_none({"progressToken": self.progress_token, "progress": progress,
+                                   "total": total, "message": message})
+            self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
-    def send_unless_cancelled(self, notification):  # on the loop: the answer may have gone since
-        if not self.cancelled:
-            self.send(notification)
+    async def report_on_loop(self, *args):  # the answer may have gone since: checked again
+        self.report_progress(*args)
 
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
@@ -379,12 +390,10 @@ class Server:
         """Decorator: the function becomes a tool. Its name, docstring and type hints make the
         definition tools/list sends; a parameter annotated Context is filled in by the server."""
         def register(func):
-            tool_name = name or func.__name__
-            input_schema, context_param = describe_parameters(func, f"tool {tool_name}")
-            definition = {"name": tool_name, "title": title, "description": inspect.getdoc(func)
-                          or "", "inputSchema": input_schema, "outputSchema": output_schema,
-                          "annotations": annotations}
-            self.tools[tool_name] = (func, without_none(definition), context_param)
+            schema, context_param = describe_parameters(func, f"tool {name or func.__name__}")
+            definition = define(func, name, title, inspect.getdoc(func) or "", inputSchema=schema,
+                                outputSchema=output_schema, annotations=annotations)
+            self.tools[definition["name"]] = (func, definition, context_param)
             return func
         return register
 
@@ -408,11 +417,10 @@ class Server:
             if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
                 raise TypeError(f"resource {uri}: give the function one parameter for each "
                                 "{variable} of the URI, of the same name (RFC 6570, level 1)")
-            definition = {"uriTemplate" if pattern.groupindex else "uri": uri,
-                          "name": name or func.__name__, "title": title,
-                          "description": description or inspect.getdoc(func), "mimeType": mime_type}
-            self.resources[uri] = Feature(func, without_none(definition), schema, complete or {},
-                                          pattern, listing)
+            fields = {"uriTemplate" if pattern.groupindex else "uri": uri, "mimeType": mime_type}
+            definition = define(func, name, title, description or inspect.getdoc(func), **fields)
+            self.resources[uri] = Feature(func, definition, schema, complete or {}, pattern,
+                                          listing)
             return func
         return register
 
@@ -423,15 +431,12 @@ class Server:
         or "assistant", "content": a text, image, audio or resource content block}. complete: as
         for resource(), {argument: function(value, arguments) -> list of str}."""
         def register(func):
-            prompt_name = name or func.__name__
-            schema, _ = describe_parameters(func, f"prompt {prompt_name}")
+            schema, _ = describe_parameters(func, f"prompt {name or func.__name__}")
             arguments = [without_none({"name": key, "description": value.get("description"),
                                        "required": key in schema.get("required", ())})
                          for key, value in schema.get("properties", {}).items()]
-            definition = {"name": prompt_name, "title": title, "description": inspect.getdoc(func),
-                          "arguments": arguments}
-            self.prompts[prompt_name] = Feature(func, without_none(definition), schema,
-                                                complete or {})
+            definition = define(func, name, title, inspect.getdoc(func), arguments=arguments)
+            self.prompts[definition["name"]] = Feature(func, definition, schema, complete or {})
             return func
         return register
 
@@ -445,15 +450,17 @@ class Server:
         capabilities = {key: {} for key, found in features.items() if found}
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
 
-    async def handle(self, message, session, send):
+    async def handle(self, message, send):
         """Answer one well-formed request with its response; a cancelled request raises
         CancelledError instead. A tool's notifications reach the client through send(message)
         while it runs."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
         try:
             modern = method != "initialize" and self.modern_version(method, params)
-            if method == "initialize":
-                result = self.initialize(params, session)
+            if method == "initialize":  # the legacy handshake; an unknown version gets our latest
+                requested = string_field(params, "protocolVersion")
+                version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
+                result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
@@ -462,8 +469,11 @@ class Server:
                 result = await self.call_tool(params, request_id, send)
             elif method == "tools/list" and self.tools:
                 result = page([tool[1] for tool in self.tools.values()], params, "tools")
-            elif method == "resources/list" and self.resources:
-                result = page(await self.list_resources(), params, "resources")
+            elif method == "resources/list" and self.resources:  # fixed ones, then those listed
+                listed = [r.definition for r in self.resources.values() if not r.pattern.groupindex]
+                for resource in self.resources.values():
+                    listed += await call(resource.listing) if resource.listing else []
+                result = page(listed, params, "resources")
             elif method == "resources/templates/list" and self.resources:
                 templates = [r.definition for r in self.resources.values() if r.pattern.groupindex]
                 result = page(templates, params, "resourceTemplates")
@@ -484,9 +494,8 @@ class Server:
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
             return error_response(request_id, e)
-        except Exception as e:  # the whole story for the operator (stderr), the gist for the client
-            log(traceback.format_exc().rstrip())  # a resource's or a prompt's function failed?
-            error = MCPError(INTERNAL_ERROR, f"Internal error: {type(e).__name__}: {e}")
+        except BaseException as e:  # a resource's, a prompt's or a completer's function failed
+            error = MCPError(INTERNAL_ERROR, f"Internal error: {failure(e)}")
             return error_response(request_id, error)
 
     def modern_version(self, method, params):
@@ -502,13 +511,6 @@ class Server:
             raise MCPError(UNSUPPORTED_VERSION, "Unsupported protocol version",
                            {"supported": MODERN_VERSIONS, "requested": version})
         return version
-
-    def initialize(self, params, session):
-        """The legacy handshake. An unknown version is no error: we offer our latest, and the
-        client decides."""
-        requested = string_field(params, "protocolVersion")
-        version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
-        return {"protocolVersion": version, **self.description(), "serverInfo": self.info}
 
     async def call_tool(self, params, request_id, send):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
@@ -528,13 +530,8 @@ class Server:
             arguments[context_param] = Context(send, request_id, meta.get("progressToken"))
         try:
             return to_call_result(await call(func, **arguments), definition)
-        except BaseException as e:  # sys.exit() in argparse, a KeyboardInterrupt: fails one call
-            # A CancelledError that nobody asked for (the tool awaited a cancelled task) fails the
-            # call too: re-raised, it would leave the request without an answer, its id in use.
-            if isinstance(e, asyncio.CancelledError) and asyncio.current_task().cancelling():
-                raise
-            log(traceback.format_exc().rstrip())
-            return tool_error(f"Tool {name} failed: {type(e).__name__}: {e}")
+        except BaseException as e:  # what the model reads, so that it can try another way
+            return tool_error(f"Tool {name} failed: {failure(e)}")
         finally:  # a sync tool's thread may run on after a cancel, or a thread it started after
             if context_param:  # the answer: they can see this and stop, and report nothing more
                 arguments[context_param].cancelled = True
@@ -548,13 +545,6 @@ class Server:
 
     # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
     #        server/utilities/completion; lists come in pages: server/utilities/pagination) ===
-
-    async def list_resources(self):
-        """resources/list: the fixed resources, then those the templates' listings return."""
-        listed = [r.definition for r in self.resources.values() if not r.pattern.groupindex]
-        for resource in self.resources.values():
-            listed += await call(resource.listing) if resource.listing else []
-        return listed
 
     async def read_resource(self, params):
         """resources/read: the first resource, in the order registered, whose URI or template
@@ -626,17 +616,21 @@ class Server:
         with open(os.devnull, "rb") as devnull:
             os.dup2(devnull.fileno(), 0)
         os.dup2(2, 1)
-        with contextlib.closing(new_event_loop()) as loop, contextlib.redirect_stdout(sys.stderr):
+        # The loop is closed by hand, not by asyncio.run(), which waits for every worker thread:
+        # one stuck in a sync tool for good would keep the server from ever returning.
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
+        with contextlib.closing(loop), contextlib.redirect_stdout(sys.stderr):
             loop.run_until_complete(self.serve_stdio(wire_in, wire_out))
         os.close(wire_out)  # the wire: the client sees EOF, even if a stuck tool keeps the process
 
     async def serve_stdio(self, in_fd, out_fd):
         """Requests run concurrently, and answers go out as they finish. After EOF, every request
-        read gets its answer. A signal, or a client that reads nothing, stops the server: running
-        calls get a grace period, then an error answer."""
+        read gets its answer. A signal, a client that closes stdout or one that reads nothing
+        stops the server at once: the calls still running get an error answer."""
         # A session is one client's state: the requests it has running, by id. A legacy client over
         # HTTP has one per connection; a modern request has its own.
-        loop, session, stopped = asyncio.get_running_loop(), {"in_flight": {}}, []
+        loop, session = asyncio.get_running_loop(), {"in_flight": {}}
         reader, writer = await open_pipes(in_fd, out_fd)
         in_flight, serving, lines_read = session["in_flight"], asyncio.current_task(), 0
 
@@ -644,16 +638,11 @@ class Server:
             # Answers always go out. A notification is skipped while a slow client has a backlog:
             # progress is only a hint, and the next one that goes out carries the latest value.
             if writer.transport.is_closing():  # the client closed our stdout: nobody listens
-                stop("the client closed stdout")
+                serving.cancel("the client closed stdout")
             elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
-
-        def stop(reason):
-            if not stopped:
-                stopped.append(reason)
-                serving.cancel()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop, f"stopped by {signal.Signals(signum).name}")
+        for signum in (signal.SIGINT, signal.SIGTERM):  # each cancels this task, saying why
+            loop.add_signal_handler(signum, serving.cancel, f"stopped by {signum.name}")
         try:
             async for line in read_lines(functools.partial(reader.read, 65536)):
                 self.receive_line(line, session, send)
@@ -661,25 +650,22 @@ class Server:
                 if lines_read % 16 == 0:  # a turn of the loop: finished requests write answers
                     await asyncio.sleep(0)
                 # Backpressure: while too many requests run, or a slow client leaves too much
-                # unread, stdin waits, so memory stays flat whatever the client sends.
+                # unread, stdin waits, so memory stays flat whatever the client sends. A client
+                # that reads nothing for WRITE_TIMEOUT is gone: its TimeoutError stops the server.
                 if len(in_flight) >= MAX_IN_FLIGHT:
                     await asyncio.wait(in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
                 if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
-                    try:
-                        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-                    except TimeoutError:
-                        stop(f"the client read nothing for {WRITE_TIMEOUT:g} s")
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
             if in_flight:
                 await asyncio.wait(list(in_flight.values()))
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, TimeoutError) as stopped:
             serving.uncancel()
-            if in_flight:
-                await asyncio.wait(list(in_flight.values()), timeout=SHUTDOWN_GRACE)
             for request_id, task in list(in_flight.items()):
                 task.cancel()
                 error = MCPError(INTERNAL_ERROR, "Cancelled: the server is shutting down")
                 send(error_response(request_id, error))
-            log(f"{self.info['name']}: {stopped[0]}; cancelled {len(in_flight)}")
+            reason = str(stopped) or f"the client read nothing for {WRITE_TIMEOUT:g} s"
+            log(f"{self.info['name']}: {reason}; cancelled {len(in_flight)}")
         writer.close()  # flushes what is buffered before the pipe closes
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
             await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)
@@ -706,21 +692,12 @@ class Server:
 
     async def answer(self, message, session, send):
         # Sending from inside the task, not from a done-callback, saves an event-loop turn.
-        response = await self.handle(message, session, send)
+        response = await self.handle(message, send)
         # Only while in_flight holds this task: a tool that swallowed its cancellation returns,
         # but a cancelled request gets no answer, and a later request may have its id by now.
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
             del session["in_flight"][message["id"]]
             send(response)
-
-
-def new_event_loop():
-    """An event loop with MAX_THREADS worker threads for sync tools. Close it by hand, not with
-    asyncio.run(), which waits for every worker thread: one stuck in a tool for good would keep
-    the server from ever returning."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
-    return loop
 
 
 async def open_pipes(in_fd, out_fd):

@@ -4,7 +4,7 @@ by line.
     python tests/hard_server.py [mode]
 
 Modes (argv[1]):
-    short-timeouts   WRITE_TIMEOUT 2 s and SHUTDOWN_GRACE 1 s instead of 30 s and 5 s
+    short-timeouts   WRITE_TIMEOUT 2 s instead of 30 s
     stderr-long-line write a 5 MB line to stderr, drawn with \r, before serving
     (none)           serve normally
     exit-at-start    write a line to stderr and exit with code 3 before reading anything
@@ -169,7 +169,6 @@ def flood_sync(count: int, ctx: Context) -> str:
 def main(mode):
     if mode == "short-timeouts":  # a client that stops reading is dropped after 2 s, not 30
         mcp_min.WRITE_TIMEOUT = 2.0
-        mcp_min.SHUTDOWN_GRACE = 1.0
     if mode == "stderr-long-line":  # 5 MB on stderr without a newline, as a progress bar draws
         for percent in range(50_000):
             sys.stderr.write(f"\rloading {percent:06d} " + "#" * 90)

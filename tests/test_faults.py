@@ -293,7 +293,10 @@ def test_server_floods_stderr():
 
 def test_client_closed_while_calls_wait():
     """Leaving `async with` while calls still wait (one on a tool that never ends) fails them at
-    once; none is left waiting for its 60 s timeout."""
+    once; none is left waiting for its 60 s timeout. The client closes the server's stdin, waits
+    2 s, then sends SIGTERM: the server answers each running call with its shutdown error. (With
+    the 5 s grace period mcp_min had, SIGKILL came first, and the calls failed with
+    ConnectionError.)"""
     async def main():
         async with Client(COMMAND) as client:
             waiting = [asyncio.ensure_future(client.call_tool("hang")),
@@ -301,7 +304,7 @@ def test_client_closed_while_calls_wait():
             await asyncio.sleep(0.2)
         started = time.monotonic()
         for call_ in waiting:
-            with pytest.raises(ConnectionError):
+            with pytest.raises(mcp_min.MCPError, match="Cancelled: the server is shutting down"):
                 await asyncio.wait_for(call_, 5)
         assert time.monotonic() - started < 1
         check_gone(client)

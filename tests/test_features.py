@@ -461,3 +461,44 @@ def test_a_prompt_argument_needs_a_type_hint_json_schema_can_say():
         return question
     with pytest.raises(TypeError, match="prompt ask, 'when'"):
         Server("t").prompt()(ask)
+
+
+# --- Whatever a resource, a prompt or a completer raises fails only its own request ---
+
+FAILING_FUNCTIONS = """
+@server.resource("fail:///exit")
+def exits() -> str:
+    'Call sys.exit(), as argparse does.'
+    sys.exit(3)
+
+@server.resource("fail:///cancelled")
+async def cancelled() -> str:
+    'Raise a CancelledError that no cancellation of this request caused.'
+    raise asyncio.CancelledError("from a library")
+
+@server.prompt(complete={"word": lambda typed, arguments: next(iter([]))})
+def interrupted(word: str) -> str:
+    'Raise KeyboardInterrupt, as a library might.'
+    raise KeyboardInterrupt("from a prompt")
+"""
+
+
+def test_whatever_a_resource_prompt_or_completer_raises_fails_only_its_own_request(tmp_path):
+    # sys.exit() in a resource's function stopped the whole server with a traceback, and one
+    # that raised its own CancelledError left its request without an answer, its id in use.
+    from conftest import script_server
+    requests = [(1, "resources/read", {"uri": "fail:///exit"}),
+                (2, "resources/read", {"uri": "fail:///cancelled"}),
+                (3, "prompts/get", {"name": "interrupted", "arguments": {"word": "x"}}),
+                (4, "completion/complete", {"ref": {"type": "ref/prompt", "name": "interrupted"},
+                                            "argument": {"name": "word", "value": ""}}),
+                (5, "resources/read", {"uri": "fail:///exit"})]
+    run = exchange([req(*request) for request in requests] + [req(6, "ping")],
+                   server=script_server(tmp_path, FAILING_FUNCTIONS))
+    assert [run.response(n) for n in range(1, 6)] == [
+        error(1, INTERNAL_ERROR, "Internal error: SystemExit: 3"),
+        error(2, INTERNAL_ERROR, "Internal error: CancelledError: from a library"),
+        error(3, INTERNAL_ERROR, "Internal error: KeyboardInterrupt: from a prompt"),
+        error(4, INTERNAL_ERROR, "Internal error: RuntimeError: the function raised StopIteration"),
+        error(5, INTERNAL_ERROR, "Internal error: SystemExit: 3")]
+    assert run.result(6) == {}
