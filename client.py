@@ -151,7 +151,7 @@ class Client:
         return await self.list_all("resources/list", "resources")
 
     async def list_resource_templates(self):
-        """Every resource template: dicts with uriTemplate (RFC 6570, e.g. docs://{name}), name."""
+        """Every resource template: dicts with uriTemplate (RFC 6570: docs:///{name}), name."""
         return await self.list_all("resources/templates/list", "resourceTemplates")
 
     async def list_prompts(self):
@@ -175,14 +175,14 @@ class Client:
         return await self.request("resources/read", {"uri": uri})
 
     async def get_prompt(self, name, arguments=None):
-        """{"description", "messages": [{"role", "content"}, ...]}; argument values are strings."""
+        """{"messages": [{"role", "content"}, ...]}; argument values are strings."""
         return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
 
     async def complete(self, ref, argument_name, value, context_arguments=None):
         """Suggested values for one argument (spec: utilities/completion): {"completion":
         {"values": [...], "total", "hasMore"}}. ref says whose argument it is, as on the wire:
         {"type": "ref/prompt", "name": "greet"}, or {"type": "ref/resource", "uri":
-        "docs://{name}"} for a variable of a resource template. context_arguments: the values
+        "docs:///{name}"} for a variable of a resource template. context_arguments: the values
         already chosen for its other arguments."""
         params = {"ref": ref, "argument": {"name": argument_name, "value": value}}
         if context_arguments:
