@@ -33,9 +33,9 @@ HANDSHAKE = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "test", "version": "0"}}},
              {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-TEMPLATE = {"uriTemplate": "docs:///{name}", "name": "document",
+TEMPLATE = {"name": "document",
             "description": "One indexed document, by its file name: the text get_document "
-                           "returns."}
+                           "returns.", "uriTemplate": "docs:///{name}"}
 ASK_ARGUMENTS = [{"name": "question", "description": "the question to answer", "required": True},
                  {"name": "document", "description": "one document to answer from, by its file "
                                                       "name", "required": False}]
