@@ -6,10 +6,13 @@ eval.py - how often does search put the right file first? Each ranking variant, 
     python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
-file that answers it. Two ship with the project: the cafe in docs/ with
-tests/retrieval_questions.json, and a bike shop in tests/eval/bike_shop/, whose questions
+file that answers it. Three ship with the project: the cafe in docs/ with
+tests/retrieval_questions.json, a bike shop in tests/eval/bike_shop/, whose questions
 were written without borrowing the documents' words (paraphrases, prices, names,
-negations, questions two files almost answer).
+negations, questions two files almost answer), and tests/eval/readmes/: 150 real README
+files of npm and PyPI packages, unedited (badges, HTML headers, long code examples,
+link-reference blocks, tables; SOURCES.md names each one's package, version and licence),
+with developer questions worded the same way.
 
 For each set and each ranking variant it prints:
 
@@ -41,6 +44,8 @@ QUESTION_SETS = [
     ("cafe", ROOT / "docs", ROOT / "tests" / "retrieval_questions.json"),
     ("bike shop", ROOT / "tests" / "eval" / "bike_shop" / "docs",
      ROOT / "tests" / "eval" / "bike_shop" / "questions.json"),
+    ("readmes", ROOT / "tests" / "eval" / "readmes" / "docs",
+     ROOT / "tests" / "eval" / "readmes" / "questions.json"),
 ]
 DEPTH = 10  # results looked at for MRR
 

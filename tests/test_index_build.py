@@ -84,7 +84,7 @@ def test_build_writes_index_passages_and_manifest(built_index):
     manifest, faiss_index, passages = index_build.load_index(built_index)
     assert faiss_index.ntotal == len(passages) == manifest["counts"]["passages"]
     assert sum(info["passages"] for info in manifest["files"].values()) == len(passages)
-    assert set(passages[0]) == {"source", "passage", "paragraph", "text"}
+    assert set(passages[0]) == {"source", "passage", "paragraph", "heading", "text"}
     assert index_build.stale_reasons(manifest, DOCS) == []
     assert leftovers(built_index.parent) == [] and leftovers(built_index) == []
     # One data folder, named by the manifest; the lock file stays, empty of meaning.

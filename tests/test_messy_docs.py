@@ -323,7 +323,9 @@ def answer_bytes(result):
 def test_results_stay_far_below_the_message_limit(tmp_path):
     # 3,000 documents whose names and titles are as long as allowed, and one of the largest
     # document size accepted.
-    title = "\U0001F375" * 300  # 300 teacups: cut to 200 characters, 12 bytes each escaped
+    # A word and 300 teacups (a title is a line with words): cut to 200 characters, 12 bytes
+    # each escaped.
+    title = "Tea" + "\U0001F375" * 300
     files = {f"{i:04d}-{'n' * 240}.txt": f"{title}\n\nDocument {i}.\n" for i in range(3000)}
     big, line = "big.txt", "A line of tea \U0001F375, and more.\n"
     files[big] = "Big\n\n" + line * ((index_build.MAX_FILE_BYTES - 5) // len(line.encode()))
