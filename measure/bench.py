@@ -504,6 +504,7 @@ def cold_start_steps(index, qs):
     the handshake in a background thread, so here they run alone, in its order, with its
     settings (one torch and one faiss thread)."""
     import index_build
+    import index_search
     seconds = {}
     started = time.perf_counter()
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -517,7 +518,7 @@ def cold_start_steps(index, qs):
     faiss.omp_set_num_threads(1)
     seconds["model load"] = time.perf_counter() - started
     started = time.perf_counter()
-    _, faiss_index, _ = index_build.load_index(index)
+    _, faiss_index, _ = index_search.load_index(index)
     seconds["index load"] = time.perf_counter() - started
     started = time.perf_counter()
     index_build.embed(model, [qs[0]])
@@ -782,7 +783,7 @@ def bench_split(size):
                 with open(os.path.join(folder, "doc.txt"), "w", encoding="utf-8") as f:
                     f.write(text)
                 started = time.perf_counter()
-                _, passages = index_build.read_documents(folder)
+                passages = index_build.read_documents(folder)[1]
                 rows.append({"mb": megabytes, "shape": shape, "passages": len(passages),
                              "seconds": time.perf_counter() - started})
     finally:

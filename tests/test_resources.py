@@ -21,6 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import PromptReference, ResourceTemplateReference
 
 import index_build
+import index_search
 import mcp_min
 import server as server_module
 from client import Client, HTTPClient
@@ -198,7 +199,8 @@ def test_every_name_round_trips_through_its_uri(bike_shop, bike_server):
     for resource in listed:
         name = resource["name"]
         text = (docs / name).read_text(encoding="utf-8")
-        assert resource == {"uri": uri_of(name), "name": name, "title": text.splitlines()[0],
+        title = text.splitlines()[0].removeprefix("# ")  # a title is words, without markup
+        assert resource == {"uri": uri_of(name), "name": name, "title": title,
                             "mimeType": mime_of(name), "size": len(text.encode())}
         assert re.fullmatch(r"docs:///[A-Za-z0-9%._~-]+", resource["uri"])  # nothing left raw
         assert urllib.parse.unquote(resource["uri"][len("docs:///"):]) == name
@@ -377,14 +379,14 @@ def test_index_build_records_the_name_and_description_it_is_given(tmp_path, mode
     status = index_build.main(["--docs", str(docs), "--index", str(tmp_path / "index"),
                                "--name", " Acme Bikes ", "--description",
                                "the manuals of every bike Acme sells"])
-    manifest = index_build.read_manifest(tmp_path / "index")
+    manifest = index_search.read_manifest(tmp_path / "index")
     assert status == 0 and (manifest["name"], manifest["description"]) == (
         "Acme Bikes", "the manuals of every bike Acme sells")
     read = everything_a_model_reads(tmp_path / "index")
     assert read[0]["instructions"].startswith(
         "Acme Bikes holds the manuals of every bike Acme sells. Call search")
     index_build.build_index(docs, tmp_path / "index", model=model)  # no words: the defaults
-    manifest = index_build.read_manifest(tmp_path / "index")
+    manifest = index_search.read_manifest(tmp_path / "index")
     assert (manifest["name"], manifest["description"]) == ("manuals",
                                                            "the documents in the folder manuals")
 
@@ -412,13 +414,14 @@ MANY = 3000
 def many_files(tmp_path_factory, model):
     """(docs, index) of 3,000 tiny files with 200-character titles. The first 100, the largest
     page, have names of 120 accented letters and titles of bicycles, 12 bytes each as escaped
-    JSON. Each title is one word, which the model reads as one unknown token: fast to embed."""
+    JSON, after a word (a title is a line with words). Each title is one or two words, which
+    the model reads as one unknown token or two: fast to embed."""
     folder = tmp_path_factory.mktemp("many")
     docs = folder / "docs"
     docs.mkdir()
     for i in range(MANY):
         if i < 100:
-            name, title = f"{i:04d} {'é' * 120}.txt", "\U0001F6B2" * 300
+            name, title = f"{i:04d} {'é' * 120}.txt", "Bikes" + "\U0001F6B2" * 300
         else:
             name, title = f"{i:04d}.txt", f"{i:04d}" + "x" * (index_build.TITLE_MAX_CHARS - 4)
         (docs / name).write_text(f"{title}\n\nPart {i}.\n", encoding="utf-8")

@@ -4,9 +4,9 @@ Two sets: the cafe (docs/, tests/retrieval_questions.json) and a bike shop whose
 were written without the documents' words (tests/eval/bike_shop/). Every question names
 the file that answers it; it counts as found at k when one of the top k results comes from
 that file. Runs in-process on indexes built by index_build.build_index, ranked exactly as
-the server ranks them (index_build.rank_passages under index_build.RANKING). `make eval` compares
-the other rankings; the minimums below sit a little under what the shipped one measured
-(cafe 61/62 and 62/62, bike shop 88/104 and 100/104), so a real regression fails.
+the server ranks them (index_search.rank_passages under index_build.RANKING). `make eval`
+compares the other rankings; the minimums below sit a little under what the shipped one
+measured (cafe 61/62 and 62/62, bike shop 88/104 and 100/104), so a real regression fails.
 """
 
 import json
@@ -18,6 +18,7 @@ import pytest
 
 from measure import eval as eval_script  # measure/eval.py; "eval" alone would hide the builtin
 import index_build
+import index_search
 from conftest import DOCS, ROOT, SUMMARY_LINES
 
 BIKE_SHOP = ROOT / "tests" / "eval" / "bike_shop"
@@ -34,16 +35,14 @@ def questions_of(name):
 
 def searchable(index_dir):
     """(manifest, faiss index, passages, BM25 index) of an index, as server.py reads it."""
-    manifest, faiss_index, passages = index_build.load_index(index_dir)
-    texts = index_build.embedding_texts(manifest["files"], passages,
-                                        index_build.RANKING["passage_text"])
-    return manifest, faiss_index, passages, index_build.lexical_index(texts)
+    manifest, faiss_index, passages = index_search.load_index(index_dir)
+    return manifest, faiss_index, passages, index_search.lexical_index(passages)
 
 
 def rank(query, vector, index, top_k):
-    """index_build.rank_passages as server.py's search calls it."""
+    """index_search.rank_passages as server.py's search calls it."""
     _, faiss_index, passages, lexical = index
-    return index_build.rank_passages(query, vector, faiss_index, passages, top_k,
+    return index_search.rank_passages(query, vector, faiss_index, passages, top_k,
                                      index_build.RANKING, lexical)
 
 
@@ -63,7 +62,7 @@ def test_question_sets_name_indexed_files(index_of):
     total = 0
     for name in QUESTION_SETS:
         questions = questions_of(name)
-        manifest = index_build.read_manifest(index_of[name])
+        manifest = index_search.read_manifest(index_of[name])
         assert {q["file"] for q in questions} <= set(manifest["files"]), name
         assert len({q["question"] for q in questions}) == len(questions), name
         total += len(questions)
@@ -103,7 +102,7 @@ def copy_with_manifest(index_dir, tmp_path, change):
     """A copy of an index folder whose manifest went through change(manifest)."""
     copy = tmp_path / "index"
     shutil.copytree(index_dir, copy)
-    manifest = index_build.read_manifest(copy)
+    manifest = index_search.read_manifest(copy)
     change(manifest)
     (copy / index_build.MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
     return copy
@@ -115,13 +114,13 @@ def copy_with_manifest(index_dir, tmp_path, change):
     {"passage_text": "heading", "fusion": "none", "distinct_sources": False},
     {"passage_text": "title", "fusion": "weighted", "distinct_sources": True},
     "title+bm25",
-    index_build.PLAIN_DENSE,  # a ranking eval.py measures, but not the one a build makes
+    index_search.PLAIN_DENSE,  # a ranking eval.py measures, but not the one a build makes
 ])
 def test_another_ranking_asks_for_a_rebuild(built_index, tmp_path, ranking):
     changed = copy_with_manifest(built_index, tmp_path, lambda m: m.update(ranking=ranking))
-    with pytest.raises(index_build.IndexProblem, match=r"^the search index was made by another "
+    with pytest.raises(index_search.IndexProblem, match=r"^the search index was made by another "
                        r"version of index_build.py; run `.*` to rebuild it$"):
-        index_build.load_index(changed)
+        index_search.load_index(changed)
 
 
 def test_distinct_sources_first_then_the_rest(built_index, model):
