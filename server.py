@@ -32,9 +32,9 @@ their input, and the limits that keep every answer small. Then the settings and 
 The embedding model and the index take a few seconds to load, so the server starts
 loading them in a background thread and answers initialize and tools/list at once;
 only search waits for the load to finish. If the index is missing, damaged or older than
-the files in the docs folder, each tool answers with an error naming the command that
-rebuilds it (`make index` for the default folder), and picks the new index up on the next
-call, without a restart.
+the files in the docs folder, each tool (and resources/read) answers with an error naming
+the command that rebuilds it (`make index` for the default folder), resources/list lists
+nothing, and the new index is picked up on the next call, without a restart.
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
@@ -318,9 +318,13 @@ class Library:
             return self.manifest
 
     def documents(self):
-        """{name: its resource (uri, name, title, mimeType, size)} for every indexed file."""
+        """{name: its resource (uri, name, title, mimeType, size)} for every indexed file; none
+        without a readable index (then the tools and resources/read say how to build it)."""
         with self.index_lock:
-            self.current_manifest()
+            try:
+                self.current_manifest()
+            except index_search.IndexProblem:
+                return {}
             return self.resources
 
     def searchable_index(self):

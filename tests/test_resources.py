@@ -10,6 +10,7 @@ and 2026-07-28; SEP-2164 (a resource not found is -32602, its URI in data).
 import asyncio
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -353,12 +354,40 @@ def test_without_an_index_the_words_are_generic(tmp_path):
                                        + INSTRUCTIONS)
     search = next(tool for tool in read[1]["tools"] if tool["name"] == "search")
     assert search["description"].startswith("Search the index for the passages closest")
-    got = answers(tmp_path / "no-index", [request(1, "resources/list")])
-    error = json.loads(got[1])["error"]  # the listing needs the index: the fix, in one line
-    assert error["code"] == -32603 and error["message"].endswith(
-        "(missing no-index/manifest.json); run `python index_build.py --docs DOCS --index "
-        ".../no-index` to build it")
-    assert str(tmp_path) not in error["message"]
+
+
+@pytest.mark.parametrize("problem, fix", [
+    ("missing", "(missing index/manifest.json); run `python index_build.py --docs DOCS --index "
+                ".../index` to build it"),
+    ("damaged", "(manifest.json is not valid JSON: Expecting value: line 1 column 1 (char 0)); "
+                "run `python index_build.py --docs DOCS --index .../index` to rebuild it"),
+    ("another version", "the search index was made by another version of index_build.py; "
+                        "run `python index_build.py --docs DOCS --index .../index` to rebuild it"),
+])
+def test_without_a_usable_index_nothing_is_listed_and_the_rest_says_how_to_build_it(
+        bike_shop, tmp_path, problem, fix):
+    """resources/list has nothing to list (it failed with -32603, which stopped client.py at
+    its second step); the tools and resources/read still name the command that builds it."""
+    index = tmp_path / "index"
+    if problem != "missing":
+        shutil.copytree(bike_shop[1], index)
+        manifest = json.loads((index / "manifest.json").read_text())
+        manifest["ranking"] = {**manifest["ranking"], "passage_text": "title"}
+        text = "not json" if problem == "damaged" else json.dumps(manifest)
+        (index / "manifest.json").write_text(text)
+    got = answers(index, [request(1, "resources/list"),
+                          request(2, "resources/read", {"uri": uri_of("plain.txt")}),
+                          request(3, "tools/call", {"name": "search", "arguments": {"query": "x"}}),
+                          request(4, "completion/complete", {
+                              "ref": {"type": "ref/resource", "uri": "docs:///{name}"},
+                              "argument": {"name": "name", "value": "p"}})])
+    assert got[1] == result_line(1, {"resources": []})
+    error = json.loads(got[2])["error"]
+    assert error["code"] == -32603 and error["message"].endswith(fix)
+    call = json.loads(got[3])["result"]
+    assert call["isError"] and call["content"][0]["text"].endswith(fix)
+    assert json.loads(got[4])["result"]["completion"]["values"] == []
+    assert str(tmp_path) not in got[2] + got[3]
 
 
 def test_the_cafes_words_are_given_by_make_index_only():
