@@ -121,7 +121,7 @@ def file_rank(results, wanted):
 
 def build_indexes(model, docs_dir):
     """Per passage text ("plain", "heading"): the FAISS index, the BM25 index and build times."""
-    files, passages = index_build.read_documents(docs_dir)
+    files, passages, _ = index_build.read_documents(docs_dir)
     built = {}
     for passage_text in ("plain", "heading"):
         started = time.perf_counter()
@@ -218,7 +218,7 @@ def scale_timing(model, count):
 
     texts, questions = [], []
     for _, docs_dir, questions_path in QUESTION_SETS:
-        files, passages = index_build.read_documents(docs_dir)
+        _, passages, _ = index_build.read_documents(docs_dir)
         texts += index_build.embedding_texts(passages, index_build.RANKING["passage_text"])
         questions += load_questions(questions_path)
     base = index_build.embed(model, texts)

@@ -178,6 +178,21 @@ def test_eval_refuses_a_bad_question_file_before_loading_the_model(tmp_path, con
     assert done.stderr.count("\n") == 1 and str(tmp_path) not in done.stderr
 
 
+def test_eval_measures_a_set_end_to_end(tmp_path):
+    """eval.py over the cafe alone: every variant's row, the build line, the shipped ranking."""
+    numbers = tmp_path / "eval.json"
+    done = subprocess.run([sys.executable, str(ROOT / "measure" / "eval.py"), "--set", str(DOCS),
+                           str(ROOT / "tests" / "retrieval_questions.json"), "--json",
+                           str(numbers)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(f"\n{name:<26} | " in done.stdout for name, _ in eval_script.VARIANTS)
+    assert "build docs: 9 files, 69 passages; embedding plain" in done.stdout
+    assert done.stdout.rstrip().endswith("index_build.RANKING (what the server does): "
+                                         "heading+bm25 0.1, distinct")
+    table = json.loads(numbers.read_text())["table"]
+    assert table["heading+bm25 0.1, distinct"]["docs"]["questions"] == 62
+
+
 def test_eval_picks_the_best_recall_at_1_that_loses_no_recall_at_3():
     def row(at_1, at_3):
         return {"questions": 10, "found_at_1": at_1, "found_at_3": at_3, "reciprocal_sum": at_1}
