@@ -11,7 +11,8 @@ half of an index's life: index_build.py writes the index, this reads it.
                     the one the build wrote (missing, cut short, edited, from another build
                     or another version) is named, with the command that rebuilds the index.
     staleness       stale_reasons: which documents were added, removed or changed since
-                    the build, so that a server never answers from an index older than them.
+                    the build, so that a server never answers from an index older than them;
+                    read_text serves an indexed document's text, checked as the build did.
     ranking         rank_passages: the passages for a query, as index_build.RANKING says
                     (cosine similarity plus a little BM25, each file's best passage first);
                     eval.py measures the other rankings through the same function.
