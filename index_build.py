@@ -464,7 +464,7 @@ def fit_to_window(text, budget, tokenizer):
         cut = len(window)
         if cut > limit:
             ends = [end.end() for end in SENTENCE_END.finditer(window, 0, limit)]
-            cut = ends[-1] if ends else window.rfind(" ", 0, limit)
+            cut = ends[-1] if ends else window.rfind(" ", 0, limit) + 1  # after the space
             cut = cut if cut > 0 else limit
         piece = window[:cut].strip() if start else window[:cut].rstrip()  # keeps an indent
         if piece:  # white space alone between two cuts is no piece
