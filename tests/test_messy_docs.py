@@ -89,7 +89,7 @@ def as_other_user(folder):
         return (sys.executable,), ROOT
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make a file unreadable")
-    for name in ("index_build.py", "server.py", "mcp_min.py", "mcp_http.py"):
+    for name in ("index_build.py", "index_search.py", "server.py", "mcp_min.py", "mcp_http.py"):
         shutil.copy(ROOT / name, folder / name)
     python = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
               os.path.join(os.path.realpath(sys.prefix), "bin", "python"))
