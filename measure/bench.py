@@ -1,6 +1,6 @@
 """bench.py - how fast is mcp_min, and the search server built on it?
 
-One run, one raw-pipe JSON-RPC client, four parts side by side:
+One run, one raw-pipe JSON-RPC client, five parts side by side:
 
 1. protocol  The same `echo(text: str) -> str` tool served by mcp_min, by the official
              SDK's MCPServer, and by a bare asyncio "floor" server that parses each line
@@ -10,8 +10,8 @@ One run, one raw-pipe JSON-RPC client, four parts side by side:
              with p50/p99 latency, pipelined calls/s, server CPU per call, idle and peak
              RSS, each also as a ratio to the floor.
 2. search    server.py over docs/: spawn -> initialize, spawn -> first search answer,
-             warm search p50/p99, index_build.py passages/s, and whether 1 or 2 torch
-             threads answer faster while the other core is busy.
+             warm search p50/p99, `python index_build.py` passages/s with the model load,
+             and whether 1 or 2 torch threads answer faster while the other core is busy.
 2b. cold     Where spawn -> first search answer goes: imports, model load, index load and
              first encode, each timed alone in a fresh process; and `client.py --interactive`
              as a user runs it: start -> first answer, then a second (warm) question.
@@ -22,12 +22,16 @@ One run, one raw-pipe JSON-RPC client, four parts side by side:
 4. split     index_build reading and cutting one document of 1, 4 and 16 MB into
              passages, in three shapes (prose, no whitespace, log lines): the
              build's time against document size before the embedding.
+5. build     index_build over a fixed corpus, docs/ and the first 30 READMEs of
+             tests/eval/readmes, the model loaded once: passages/s, word pieces/s (what
+             the model reads of each passage under its heading) and the share of the
+             build spent embedding; the median of 3 builds.
 
 Run it with the project's virtualenv (the servers use the same interpreter):
 
     make bench                                  # = .venv/bin/python measure/bench.py
     python measure/bench.py [--quick] [--full] [--json out.json]
-                            [--parts protocol,search,cold,scale,split]
+                            [--parts protocol,search,cold,scale,split,build]
     python -m measure.bench --serve floor|mcp_min|mcp_min_async|sdk   # one echo server (part 1)
 
 The table goes to stdout, progress to stderr, the raw numbers to measure/bench_results.json.
@@ -53,10 +57,10 @@ DEFAULT_JSON = os.path.join(MEASURE, "bench_results.json")
 SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
     "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
                     search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200,
-                    build_copies=20, split_mb=[1, 4, 16]),
+                    split_mb=[1, 4, 16], build_readmes=30, build_runs=3),
     "quick": dict(spawns=3, warmup=50, calls=300, rounds=2, search_spawns=2, cold_spawns=1,
-                  search_rounds=1, scale_sizes=[10_000], scale_queries=50, build_copies=0,
-                  split_mb=[1, 4]),
+                  search_rounds=1, scale_sizes=[10_000], scale_queries=50, split_mb=[1, 4],
+                  build_readmes=10, build_runs=1),
 }
 
 
@@ -421,22 +425,10 @@ async def bench_search(size):
         progress("search: python index_build.py --docs docs (model load included)")
         index = os.path.join(tmp, "index")
         seconds, passages = run_index_build(docs, index)
+        # docs/ holds ~70 passages: loading the model dominates. Part 5 measures the rate of
+        # a build whose model is loaded.
         results["build"] = {"passages": passages, "seconds": seconds,
                             "passages_s": passages / seconds}
-        if size["build_copies"]:
-            # docs/ holds ~70 passages: loading the model dominates. A folder of many copies
-            # shows the embedding rate, as (extra passages) / (extra seconds).
-            progress(f"search: index_build over {size['build_copies']} copies of docs/"
-                     " (embedding rate)")
-            big_docs = os.path.join(tmp, "docs_copies")
-            os.mkdir(big_docs)
-            for i in range(size["build_copies"]):
-                for name in os.listdir(docs):
-                    shutil.copy(os.path.join(docs, name), os.path.join(big_docs, f"{i:03d}_{name}"))
-            big_seconds, big_passages = run_index_build(big_docs, os.path.join(tmp, "index_copies"))
-            results["build"].update(copies_passages=big_passages, copies_seconds=big_seconds,
-                                    marginal_passages_s=(big_passages - passages)
-                                    / (big_seconds - seconds))
 
         argv = [sys.executable, "server.py", "--index", index, "--docs", docs]
         # RAG_RATE_LIMIT=0: server.py refuses more than 20 calls/s by default, and back-to-back
@@ -504,6 +496,7 @@ def cold_start_steps(index, qs):
     the handshake in a background thread, so here they run alone, in its order, with its
     settings (one torch and one faiss thread)."""
     import index_build
+    import index_search
     seconds = {}
     started = time.perf_counter()
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -517,7 +510,7 @@ def cold_start_steps(index, qs):
     faiss.omp_set_num_threads(1)
     seconds["model load"] = time.perf_counter() - started
     started = time.perf_counter()
-    _, faiss_index, _ = index_build.load_index(index)
+    _, faiss_index, _ = index_search.load_index(index)
     seconds["index load"] = time.perf_counter() - started
     started = time.perf_counter()
     index_build.embed(model, [qs[0]])
@@ -769,7 +762,7 @@ def bench_split(size):
     """Seconds index_build takes to read, check and cut one document of each shape and size
     into passages: the part of a build before the embedding. It used to be quadratic (16 MB
     without whitespace: 12.5 s, of log lines: 21.6 s); the embedding after it costs a fixed
-    time per passage, part 2's rate."""
+    time per passage, part 5's rate."""
     import shutil
     import tempfile
     import index_build
@@ -782,12 +775,86 @@ def bench_split(size):
                 with open(os.path.join(folder, "doc.txt"), "w", encoding="utf-8") as f:
                     f.write(text)
                 started = time.perf_counter()
-                _, passages = index_build.read_documents(folder)
+                passages = index_build.read_documents(folder)[1]
                 rows.append({"mb": megabytes, "shape": shape, "passages": len(passages),
                              "seconds": time.perf_counter() - started})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {"rows": rows, "notes": []}
+
+
+# ---------------------------------------------------------------------------
+# Part 5: the rate of a build, and where its time goes
+# ---------------------------------------------------------------------------
+
+def build_corpus(folder, readmes):
+    """docs/ and the first `readmes` READMEs of tests/eval/readmes (by name), copied into
+    folder: a fixed corpus of plain text and real markdown."""
+    import shutil
+    sources = [os.path.join(ROOT, "docs", name) for name in sorted(os.listdir(
+        os.path.join(ROOT, "docs")))]
+    readme_dir = os.path.join(ROOT, "tests", "eval", "readmes", "docs")
+    sources += [os.path.join(readme_dir, name) for name in sorted(os.listdir(readme_dir))][:readmes]
+    os.makedirs(folder)
+    for source in sources:
+        shutil.copy(source, folder)
+    return len(sources)
+
+
+def bench_build(size):
+    """index_build.build_index over build_corpus, in this process with the model loaded once,
+    size["build_runs"] times: the build's seconds (median), what reading and cutting took,
+    what the embedding took (index_build.embed, timed where the build calls it), and the
+    word pieces the model read: each embedded text, heading included, up to the model's
+    window, [CLS] and [SEP] counted. Only build_index's own interface is used, so the part
+    runs against any version of index_build.py."""
+    import shutil
+    import tempfile
+    import index_build
+    progress("build: loading the model")
+    model = index_build.load_model()
+    folder = tempfile.mkdtemp(prefix="bench-build-")
+    real_embed, real_read = index_build.embed, index_build.read_documents
+    timed = {}
+
+    def embed(model, texts, *args, **kwargs):
+        started = time.perf_counter()
+        vectors = real_embed(model, texts, *args, **kwargs)
+        timed["embed"] = timed.get("embed", 0.0) + time.perf_counter() - started
+        timed["texts"] = list(texts)
+        return vectors
+
+    def read_documents(*args, **kwargs):
+        started = time.perf_counter()
+        documents = real_read(*args, **kwargs)
+        timed["split"] = time.perf_counter() - started
+        return documents
+
+    runs = []
+    try:
+        files = build_corpus(os.path.join(folder, "docs"), size["build_readmes"])
+        index_build.embed, index_build.read_documents = embed, read_documents
+        for run in range(size["build_runs"]):
+            progress(f"build: {files} files, run {run + 1} of {size['build_runs']}")
+            timed.clear()
+            started = time.perf_counter()
+            manifest = index_build.build_index(os.path.join(folder, "docs"),
+                                               os.path.join(folder, "index"), model=model)
+            runs.append({"seconds": time.perf_counter() - started, "embed": timed["embed"],
+                         "split": timed["split"]})
+    finally:
+        index_build.embed, index_build.read_documents = real_embed, real_read
+        shutil.rmtree(folder, ignore_errors=True)
+    ids = model.tokenizer(timed["texts"], truncation=True, max_length=model.max_seq_length,
+                          verbose=False)["input_ids"]
+    word_pieces = sum(len(piece_ids) for piece_ids in ids)
+    seconds = median([r["seconds"] for r in runs])
+    passages = manifest["counts"]["passages"]
+    return {"files": files, "passages": passages, "word_pieces": word_pieces, "runs": len(runs),
+            "seconds": seconds, "passages_s": passages / seconds,
+            "word_pieces_s": word_pieces / seconds,
+            "embed_share": median([r["embed"] / r["seconds"] for r in runs]),
+            "split_seconds": median([r["split"] for r in runs]), "raw": runs, "notes": []}
 
 
 # ---------------------------------------------------------------------------
@@ -893,10 +960,6 @@ def report(results):
         b = search["build"]
         out.append(f"index_build: {b['passages']} passages in {b['seconds']:.1f} s,"
                    f" model load included = {b['passages_s']:.0f} passages/s")
-        if "marginal_passages_s" in b:
-            out.append(f"index_build: {b['copies_passages']} passages"
-                       f" in {b['copies_seconds']:.1f} s:"
-                       f" embedding alone runs at {b['marginal_passages_s']:.0f} passages/s")
     if "warm" in search:
         out.append(table(["", "ms"], [
             ["spawn -> initialize", f"{search['spawn_init_ms']:.1f}"],
@@ -935,12 +998,27 @@ def report(results):
         out += ["", "4. split: index_build reads, checks and cuts one document into passages "
                 "(the build before embedding)"] + [f"note: {n}" for n in split["notes"]]
     if split.get("rows"):
-        rate = search.get("build", {}).get("marginal_passages_s")
+        rate = results.get("build", {}).get("passages_s")
         rows = [[f"{r['mb']} MB", r["shape"], f"{r['passages']:,}", f"{r['seconds']:.2f}",
                  f"{r['mb'] / r['seconds']:.0f}" if r["seconds"] else "-",
                  f"{r['passages'] / rate:.0f}" if rate else "-"] for r in split["rows"]]
-        header = ["size", "shape", "passages", "split s", "MB/s", "embedding s (part 2 rate)"]
+        header = ["size", "shape", "passages", "split s", "MB/s", "embedding s (part 5 rate)"]
         out.append(table(header, rows))
+    build = results.get("build", {})
+    if build:
+        out += ["", "5. build: index_build.build_index over a fixed corpus, the model loaded"
+                " once"] + [f"note: {n}" for n in build["notes"]]
+    if "passages_s" in build:
+        b = build
+        out.append(table(["", "value"], [
+            ["corpus", f"{b['files']} files, {b['passages']:,} passages, "
+                       f"{b['word_pieces']:,} word pieces read"],
+            ["word pieces per passage", f"{b['word_pieces'] / b['passages']:.0f}"],
+            [f"build (median of {b['runs']})", f"{b['seconds']:.1f} s"],
+            ["passages/s", f"{b['passages_s']:.1f}"],
+            ["word pieces/s", f"{b['word_pieces_s']:,.0f}"],
+            ["embedding", f"{b['embed_share']:.1%} of the build"],
+            ["reading and cutting", f"{b['split_seconds']:.2f} s"]]))
     if results["targets"]:
         out += ["", "targets", table(["", "value", "goal", ""], results["targets"])]
     return "\n".join(out)
@@ -957,7 +1035,7 @@ def main(argv=None):
                         help="also 1M passages in the scale part (slow)")
     parser.add_argument("--json", default=DEFAULT_JSON,
                         help="where to write raw numbers (default measure/bench_results.json)")
-    parser.add_argument("--parts", default="protocol,search,cold,scale,split",
+    parser.add_argument("--parts", default="protocol,search,cold,scale,split,build",
                         help="comma-separated subset to run")
     args = parser.parse_args(argv)
     size = SIZES["quick" if args.quick else "default"]
@@ -968,7 +1046,8 @@ def main(argv=None):
     runners = {"protocol": lambda: asyncio.run(bench_protocol(size)),
                "search": lambda: asyncio.run(bench_search(size)),
                "cold": lambda: asyncio.run(bench_cold(size)),
-               "scale": lambda: bench_scale(size, args.full), "split": lambda: bench_split(size)}
+               "scale": lambda: bench_scale(size, args.full), "split": lambda: bench_split(size),
+               "build": lambda: bench_build(size)}
     for part in parts:
         try:
             results[part] = runners[part]()

@@ -6,10 +6,13 @@ eval.py - how often does search put the right file first? Each ranking variant, 
     python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
-file that answers it. Two ship with the project: the cafe in docs/ with
-tests/retrieval_questions.json, and a bike shop in tests/eval/bike_shop/, whose questions
+file that answers it. Three ship with the project: the cafe in docs/ with
+tests/retrieval_questions.json, a bike shop in tests/eval/bike_shop/, whose questions
 were written without borrowing the documents' words (paraphrases, prices, names,
-negations, questions two files almost answer).
+negations, questions two files almost answer), and tests/eval/readmes/: 150 real README
+files of npm and PyPI packages, unedited (badges, HTML headers, long code examples,
+link-reference blocks, tables; SOURCES.md names each one's package, version and licence),
+with developer questions worded the same way.
 
 For each set and each ranking variant it prints:
 
@@ -19,8 +22,9 @@ For each set and each ranking variant it prints:
     rank ms    median time of the ranking step alone (search, fusion, de-duplication)
 
 Variants differ in the text embedded for a passage (plain, or under its document's
-title), in whether BM25 is fused with cosine similarity, and in whether results repeat
-a file. All go through the functions server.py and index_build.py use, so the variant
+title and heading path: "heading"), in whether BM25 is fused with cosine similarity, and
+in whether results repeat a file. All go through the functions server.py uses
+(index_build's passages, index_search's ranking), so the variant
 index_build.RANKING names is exactly what the server does. Embeddings are computed once
 per passage text and shared by the variants that use it.
 """
@@ -35,32 +39,35 @@ ROOT = Path(__file__).resolve().parents[1]  # the project: eval.py lives in meas
 sys.path.insert(0, str(ROOT))  # so that `python measure/eval.py` finds index_build and server
 
 import index_build
+import index_search
 import server
 
 QUESTION_SETS = [
     ("cafe", ROOT / "docs", ROOT / "tests" / "retrieval_questions.json"),
     ("bike shop", ROOT / "tests" / "eval" / "bike_shop" / "docs",
      ROOT / "tests" / "eval" / "bike_shop" / "questions.json"),
+    ("readmes", ROOT / "tests" / "eval" / "readmes" / "docs",
+     ROOT / "tests" / "eval" / "readmes" / "questions.json"),
 ]
 DEPTH = 10  # results looked at for MRR
 
-PLAIN = index_build.PLAIN_DENSE
-TITLE = dict(PLAIN, passage_text="title")
+PLAIN = index_search.PLAIN_DENSE
+HEADING = dict(PLAIN, passage_text="heading")
 VARIANTS = [
     ("dense (before)", PLAIN),
     ("dense, distinct", dict(PLAIN, distinct_sources=True)),
-    ("title", TITLE),
-    ("title, distinct", dict(TITLE, distinct_sources=True)),
+    ("heading", HEADING),
+    ("heading, distinct", dict(HEADING, distinct_sources=True)),
     ("dense+bm25 0.1", dict(PLAIN, fusion="weighted", bm25_weight=0.1)),
     ("dense+bm25 0.2", dict(PLAIN, fusion="weighted", bm25_weight=0.2)),
     ("dense+bm25 rrf", dict(PLAIN, fusion="rrf")),
-    ("title+bm25 0.05", dict(TITLE, fusion="weighted", bm25_weight=0.05)),
-    ("title+bm25 0.1", dict(TITLE, fusion="weighted", bm25_weight=0.1)),
-    ("title+bm25 0.15", dict(TITLE, fusion="weighted", bm25_weight=0.15)),
-    ("title+bm25 0.2", dict(TITLE, fusion="weighted", bm25_weight=0.2)),
-    ("title+bm25 0.3", dict(TITLE, fusion="weighted", bm25_weight=0.3)),
-    ("title+bm25 rrf", dict(TITLE, fusion="rrf")),
-    ("title+bm25 0.1, distinct", dict(TITLE, fusion="weighted", bm25_weight=0.1,
+    ("heading+bm25 0.05", dict(HEADING, fusion="weighted", bm25_weight=0.05)),
+    ("heading+bm25 0.1", dict(HEADING, fusion="weighted", bm25_weight=0.1)),
+    ("heading+bm25 0.15", dict(HEADING, fusion="weighted", bm25_weight=0.15)),
+    ("heading+bm25 0.2", dict(HEADING, fusion="weighted", bm25_weight=0.2)),
+    ("heading+bm25 0.3", dict(HEADING, fusion="weighted", bm25_weight=0.3)),
+    ("heading+bm25 rrf", dict(HEADING, fusion="rrf")),
+    ("heading+bm25 0.1, distinct", dict(HEADING, fusion="weighted", bm25_weight=0.1,
                                       distinct_sources=True)),
 ]
 
@@ -113,15 +120,15 @@ def file_rank(results, wanted):
 
 
 def build_indexes(model, docs_dir):
-    """Per passage text ("plain", "title"): the FAISS index, the BM25 index and build times."""
-    files, passages = index_build.read_documents(docs_dir)
+    """Per passage text ("plain", "heading"): the FAISS index, the BM25 index and build times."""
+    files, passages, _ = index_build.read_documents(docs_dir)
     built = {}
-    for passage_text in ("plain", "title"):
+    for passage_text in ("plain", "heading"):
         started = time.perf_counter()
-        texts = index_build.embedding_texts(files, passages, passage_text)
+        texts = index_build.embedding_texts(passages, passage_text)
         faiss_index = index_build.make_faiss_index(index_build.embed(model, texts))
         embedded = time.perf_counter()
-        lexical = index_build.lexical_index(texts)
+        lexical = index_search.lexical_index(passages, passage_text)
         finished = time.perf_counter()
         built[passage_text] = {"faiss": faiss_index, "lexical": lexical,
                                "embed_s": embedded - started, "bm25_s": finished - embedded}
@@ -144,7 +151,7 @@ def evaluate(questions, vectors, embed_seconds, passages, built, ranking):
     ranks, rank_seconds, misses = [], [], []
     for (question, wanted), vector in zip(questions, vectors):
         started = time.perf_counter()
-        results = index_build.rank_passages(question, vector, index["faiss"], passages, DEPTH,
+        results = index_search.rank_passages(question, vector, index["faiss"], passages, DEPTH,
                                             ranking, index["lexical"])
         rank_seconds.append(time.perf_counter() - started)
         rank = file_rank(results, wanted)
@@ -211,8 +218,8 @@ def scale_timing(model, count):
 
     texts, questions = [], []
     for _, docs_dir, questions_path in QUESTION_SETS:
-        files, passages = index_build.read_documents(docs_dir)
-        texts += index_build.embedding_texts(files, passages, index_build.RANKING["passage_text"])
+        _, passages, _ = index_build.read_documents(docs_dir)
+        texts += index_build.embedding_texts(passages, index_build.RANKING["passage_text"])
         questions += load_questions(questions_path)
     base = index_build.embed(model, texts)
     copies = -(-count // len(texts))
@@ -225,7 +232,7 @@ def scale_timing(model, count):
     faiss_index = faiss.IndexFlatIP(vectors.shape[1])
     faiss_index.add(vectors)
     started = time.perf_counter()
-    lexical = index_build.lexical_index([p["text"] for p in passages])
+    lexical = index_search.lexical_index(passages, "plain")
     bm25_seconds = time.perf_counter() - started
     faiss.omp_set_num_threads(1)
     query_vectors = index_build.embed(model, [q for q, _ in questions])
@@ -234,7 +241,7 @@ def scale_timing(model, count):
     for (question, _), vector in zip(questions, query_vectors):
         for name, ranking in rankings.items():  # taking turns: the machine's load hits both alike
             started = time.perf_counter()
-            index_build.rank_passages(question, vector[None, :], faiss_index, passages, 5,
+            index_search.rank_passages(question, vector[None, :], faiss_index, passages, 5,
                                       ranking, lexical)
             seconds[name].append(time.perf_counter() - started)
     times = {name: median(values) * 1e3 for name, values in seconds.items()}
@@ -311,8 +318,8 @@ def main(argv=None):
     for set_name, numbers in builds.items():
         print(f"build {set_name}: {numbers['files']} files, {numbers['passages']} passages; "
               f"embedding plain {numbers['plain_embed_s']:.1f} s, "
-              f"title {numbers['title_embed_s']:.1f} s; "
-              f"BM25 index {numbers['title_bm25_s'] * 1e3:.0f} ms")
+              f"heading {numbers['heading_embed_s']:.1f} s; "
+              f"BM25 index {numbers['heading_bm25_s'] * 1e3:.0f} ms")
     chosen = pick_default(table)
     shipped = next((name for name, ranking in VARIANTS if ranking == index_build.RANKING), None)
     print(f"\nbest recall@1 without losing recall@3: {chosen}")

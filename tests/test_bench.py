@@ -55,3 +55,15 @@ def test_echo_servers_answer_the_same_call():
     names = [name for name in bench.SERVERS if name != "sdk" or bench.sdk_available()]
     for name in names:
         assert asyncio.run(call(name)) == (["echo"], [{"type": "text", "text": "hello 7"}]), name
+
+
+def test_build_part_runs_and_reports():
+    """Part 5 over docs/ and two READMEs: the numbers its table needs, and the table."""
+    build = bench.bench_build({"build_readmes": 2, "build_runs": 1})
+    assert build["files"] == 11 and build["runs"] == 1
+    assert build["passages"] > 69 and build["word_pieces"] > 50 * build["passages"]
+    assert 0 < build["embed_share"] < 1 and 0 < build["split_seconds"] < build["seconds"]
+    results = {"machine": bench.machine_info(), "seconds": 1.0, "build": build}
+    results["targets"] = bench.targets(results)
+    text = bench.report(results)
+    assert "5. build" in text and "word pieces/s" in text and "of the build" in text

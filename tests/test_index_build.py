@@ -11,6 +11,7 @@ import time
 import pytest
 
 import index_build
+import index_search
 from conftest import DOCS, ROOT
 
 
@@ -29,38 +30,43 @@ def run_cli(*args):
 
 def test_paragraphs_are_split_on_blank_lines():
     text = "Title\n\nFirst paragraph\nstill first.\n \n\n\nSecond one.\n"
-    assert index_build.split_paragraphs(text) == ["Title", "First paragraph\nstill first.",
-                                                  "Second one."]
+    assert index_build.split_blocks(text, markdown=False) == [
+        "Title", "First paragraph\nstill first.", "Second one."]
 
 
 def test_title_is_merged_into_the_first_paragraph_and_numbers_are_kept():
     body = "A paragraph long enough to stand on its own. " * 4
     text = f"The Title\n\n{body}\n\n{body}\n\nA short note."
-    passages = index_build.split_into_passages(text)
-    assert [number for number, _ in passages] == [1, 3]
-    assert passages[0][1].startswith("The Title\n\n")
-    assert passages[1][1].endswith("\n\nA short note.")  # a short last piece joins the one before
+    passages, cut = index_build.split_into_passages(text, "The Title", False,
+                                                    index_build.load_tokenizer())
+    assert [number for number, _, _, _ in passages] == [1, 3] and cut == 0
+    assert passages[0][2].startswith("The Title\n\n")
+    assert passages[1][2].endswith("\n\nA short note.")  # a short last piece joins the one before
+    assert {context for _, context, _, _ in passages} == {"The Title"}
 
 
 def test_long_paragraphs_are_cut_at_sentence_boundaries():
     sentence = "This sentence is about the opening hours of the cafe on a weekday. "
     paragraph = (sentence * 40).strip()
-    parts = index_build.split_long(paragraph)
+    parts = [part for part, _ in index_build.fit_to_window(paragraph, 250,
+                                                           index_build.load_tokenizer())]
     assert len(parts) > 1
     assert all(len(part) <= index_build.MAX_PASSAGE_CHARS for part in parts)
     assert all(part.endswith(".") for part in parts)
     assert " ".join(parts) == paragraph
 
 
-def test_a_sentence_longer_than_the_limit_is_cut_at_spaces():
-    words = "word " * 500
-    parts = index_build.split_long(words.strip(), limit=100)
-    assert all(0 < len(part) <= 100 for part in parts)
-    assert " ".join(parts) == words.strip()
+@pytest.mark.parametrize("budget", [250, 20])  # cut by characters, by word pieces
+def test_a_sentence_longer_than_the_limit_is_cut_at_spaces(budget):
+    words = ("word " * 500).strip()
+    pieces = index_build.fit_to_window(words, budget, index_build.load_tokenizer())
+    assert all(0 < len(part) <= index_build.MAX_PASSAGE_CHARS for part, _ in pieces)
+    assert all(tokens == len(part.split()) <= budget for part, tokens in pieces)
+    assert " ".join(part for part, _ in pieces) == words
 
 
 def test_every_docs_passage_fits_the_model():
-    _, passages = index_build.read_documents(DOCS)
+    _, passages, _ = index_build.read_documents(DOCS)
     assert all(len(p["text"]) <= index_build.MAX_PASSAGE_CHARS for p in passages)
 
 
@@ -79,13 +85,13 @@ def test_build_writes_index_passages_and_manifest(built_index):
         assert info["title"].startswith("The Wandering Kettle")
     # The docs folder is recorded relative to the index, and resolves back to docs/.
     assert not os.path.isabs(manifest["docs_dir"])
-    assert index_build.resolve_docs_dir(manifest, built_index) == DOCS.resolve()
+    assert index_search.resolve_docs_dir(manifest, built_index) == DOCS.resolve()
 
-    manifest, faiss_index, passages = index_build.load_index(built_index)
+    manifest, faiss_index, passages = index_search.load_index(built_index)
     assert faiss_index.ntotal == len(passages) == manifest["counts"]["passages"]
     assert sum(info["passages"] for info in manifest["files"].values()) == len(passages)
-    assert set(passages[0]) == {"source", "passage", "paragraph", "text"}
-    assert index_build.stale_reasons(manifest, DOCS) == []
+    assert set(passages[0]) == {"source", "passage", "paragraph", "heading", "text"}
+    assert index_search.stale_reasons(manifest, DOCS) == []
     assert leftovers(built_index.parent) == [] and leftovers(built_index) == []
     # One data folder, named by the manifest; the lock file stays, empty of meaning.
     assert sorted(p.name for p in built_index.iterdir()) == [".lock", manifest["data"],
@@ -113,7 +119,7 @@ def test_hnsw_is_used_above_the_threshold(small_docs, tmp_path, model, monkeypat
     monkeypatch.setattr(index_build, "HNSW_THRESHOLD", 5)
     manifest = index_build.build_index(small_docs, tmp_path / "index", model=model)
     assert manifest["index_type"] == "IndexHNSWFlat"
-    _, faiss_index, passages = index_build.load_index(tmp_path / "index")
+    _, faiss_index, passages = index_search.load_index(tmp_path / "index")
     query = index_build.embed(model, ["can I bring my dog"])
     similarities, ids = faiss_index.search(query, 1)
     assert passages[ids[0][0]]["source"] == "faq.txt"
@@ -175,7 +181,7 @@ def test_a_signal_just_after_the_manifest_swap_keeps_the_new_index(
     assert code == 128 + signal.SIGTERM
     assert capsys.readouterr().err == ("index_build: stopped by SIGTERM after the new index was "
                                        "in place; it is complete\n")
-    manifest, faiss_index, passages = index_build.load_index(index_dir)
+    manifest, faiss_index, passages = index_search.load_index(index_dir)
     assert "new.txt" in manifest["files"] and faiss_index.ntotal == len(passages)
     assert leftovers(index_dir) == []
 
@@ -208,7 +214,7 @@ def test_file_that_is_not_utf8_is_skipped_and_named(small_docs, tmp_path):
                              "offset 3); save it as UTF-8\n")
     assert result.stdout.startswith("indexed 3 files -> ")
     assert result.stdout.rstrip().endswith("; skipped 1 file(s), named above")
-    manifest = index_build.read_manifest(tmp_path / "index")
+    manifest = index_search.read_manifest(tmp_path / "index")
     assert "latin1.txt" not in manifest["files"] and "latin1.txt" in manifest["skipped"]
     assert leftovers(tmp_path) == []
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import index_build
+import index_search
 import mcp_min
 import server as server_module
 from conftest import DOCS, ROOT, LiveServer, server_command, text_of
@@ -88,7 +89,7 @@ def as_other_user(folder):
         return (sys.executable,), ROOT
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make a file unreadable")
-    for name in ("index_build.py", "server.py", "mcp_min.py", "mcp_http.py"):
+    for name in ("index_build.py", "index_search.py", "server.py", "mcp_min.py", "mcp_http.py"):
         shutil.copy(ROOT / name, folder / name)
     python = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
               os.path.join(os.path.realpath(sys.prefix), "bin", "python"))
@@ -174,15 +175,15 @@ def test_a_messy_folder_builds_and_names_each_skipped_file_once(messy_index):
         matching = [line for line in lines if line.startswith(f"index_build: skipping {shown}: ")]
         assert len(matching) == 1 and reason in matching[0], (shown, lines)
     assert result.stdout.rstrip().endswith(f"; skipped {len(skipped)} file(s), named above")
-    manifest = index_build.read_manifest(index_dir)
+    manifest = index_search.read_manifest(index_dir)
     assert sorted(manifest["files"]) == ["empty.txt", "faq.txt", "hours_access.txt",
                                          "menu_prices.txt", "utf16bom.txt"]
     assert sorted(manifest["skipped"]) == sorted(skipped)
     assert manifest["counts"]["skipped"] == len(skipped)
-    _, _, passages = index_build.load_index(index_dir)
+    _, _, passages = index_search.load_index(index_dir)
     assert not any("\0" in p["text"] for p in passages)
     # The skipped files do not make the index look out of date.
-    assert index_build.stale_reasons(manifest, docs) == []
+    assert index_search.stale_reasons(manifest, docs) == []
 
 
 def test_a_server_over_a_messy_folder_serves_the_good_files(messy_index):
@@ -215,7 +216,7 @@ def test_unreadable_files_are_skipped_and_an_unreadable_folder_is_one_line(open_
                      scripts=scripts, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr == "index_build: skipping locked.txt: cannot be read (permission denied)\n"
-    assert "locked.txt" not in index_build.read_manifest(open_folder / "index")["files"]
+    assert "locked.txt" not in index_search.read_manifest(open_folder / "index")["files"]
 
     docs.chmod(0)
     try:
@@ -249,8 +250,7 @@ def test_a_file_over_the_size_limit_is_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(index_build, "MAX_FILE_BYTES", 2 ** 20)
     (docs / "exactly.txt").write_bytes(b"a" * 2 ** 20)
     (docs / "over.txt").write_bytes(b"a" * (2 ** 20 + 1))
-    skipped = {}
-    files, _ = index_build.read_documents(docs, skipped)
+    files, _, skipped = index_build.read_documents(docs)
     assert "exactly.txt" in files
     assert skipped == {"over.txt": "larger than the 1 MiB limit for one document (1.0 MiB)"}
 
@@ -273,18 +273,19 @@ def test_a_16_mb_document_of_any_shape_splits_whole(shape):
     line = "2026-12-01 00:00:00 INFO worker-3 request done status=200 bytes=5123\n"
     text = {"no whitespace": "x" * size, "log lines": line * (size // len(line)),
             "one space run": "word" + " " * size + "word"}[shape]
-    passages = index_build.split_into_passages(text)
-    assert all(len(p) <= index_build.MAX_PASSAGE_CHARS for _, p in passages)
-    visible = sum(len("".join(p.split())) for _, p in passages)
+    passages, _ = index_build.split_into_passages(text, "Title", False,
+                                                  index_build.load_tokenizer())
+    assert all(len(p) <= index_build.MAX_PASSAGE_CHARS for _, _, p, _ in passages)
+    visible = sum(len("".join(p.split())) for _, _, p, _ in passages)
     assert visible == len("".join(text.split()))
 
 
 def test_a_huge_first_line_makes_a_short_title():
     text = "T" * 2_500_000 + "\n\nbody"
-    title = index_build.document_title(text)
+    title = index_build.document_title(text, "huge.txt")
     assert len(title) == index_build.TITLE_MAX_CHARS and title.endswith("…")
-    assert index_build.document_title("\n \n  Short title  \nbody") == "Short title"
-    assert index_build.document_title(" \n\t") == ""
+    assert index_build.document_title("\n \n  Short title  \nbody", "x.txt") == "Short title"
+    assert index_build.document_title(" \n\t", "blank.txt") == "blank"  # no words: the file name
 
 
 def fake_index(index_dir, docs, files):
@@ -297,8 +298,9 @@ def fake_index(index_dir, docs, files):
         data = text.encode("utf-8")
         (docs / name).write_bytes(data)
         entries[name] = {"sha256": sha256(data), "bytes": len(data),
-                         "title": index_build.document_title(text), "passages": 1}
-        passages.append({"source": name, "passage": 1, "paragraph": 1, "text": text[:1000]})
+                         "title": index_build.document_title(text, name), "passages": 1}
+        passages.append({"source": name, "passage": 1, "paragraph": 1, "heading": "",
+                         "text": text[:1000]})
     vectors = np.random.default_rng(0).normal(size=(len(passages), 384)).astype("float32")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     index_dir.mkdir()
@@ -323,7 +325,9 @@ def answer_bytes(result):
 def test_results_stay_far_below_the_message_limit(tmp_path):
     # 3,000 documents whose names and titles are as long as allowed, and one of the largest
     # document size accepted.
-    title = "\U0001F375" * 300  # 300 teacups: cut to 200 characters, 12 bytes each escaped
+    # A word and 300 teacups (a title is a line with words): cut to 200 characters, 12 bytes
+    # each escaped.
+    title = "Tea" + "\U0001F375" * 300
     files = {f"{i:04d}-{'n' * 240}.txt": f"{title}\n\nDocument {i}.\n" for i in range(3000)}
     big, line = "big.txt", "A line of tea \U0001F375, and more.\n"
     files[big] = "Big\n\n" + line * ((index_build.MAX_FILE_BYTES - 5) // len(line.encode()))
@@ -368,19 +372,19 @@ def test_search_checks_the_docs_at_most_once_a_second(tmp_path, monkeypatch):
     fake_index(tmp_path / "index", tmp_path / "docs", files)
     library = server_module.Library(tmp_path / "index")
     scans = []
-    real_scan = index_build.scan_docs
+    real_scan = index_search.scan_docs
 
     def counting_scan(folder):
         scans.append(folder)
         return real_scan(folder)
-    monkeypatch.setattr(index_build, "scan_docs", counting_scan)
+    monkeypatch.setattr(index_search, "scan_docs", counting_scan)  # what stale_reasons calls
     faiss_index, passages, *_ = library.searchable_index()  # loads the index: may take a while
     assert len(passages) == 300 and len(scans) == 1
     for _ in range(20):
         library.searchable_index()
     assert len(scans) <= 2  # 20 searches, at most one more look at the 300 files
     (tmp_path / "docs" / "new.txt").write_text("New\n")  # the folder changed: checked at once
-    with pytest.raises(index_build.IndexProblem, match="new.txt is new"):
+    with pytest.raises(index_search.IndexProblem, match="new.txt is new"):
         library.searchable_index()
     assert len(scans) <= 3
 
@@ -437,7 +441,7 @@ def test_two_builds_at_once_leave_one_whole_index(small_docs, tmp_path):
     for out, err, code in outcomes:
         assert "Traceback" not in err
         assert code == 0 or (code == 1 and "another index_build (process " in err), err
-    manifest, faiss_index, passages = index_build.load_index(index_dir)
+    manifest, faiss_index, passages = index_search.load_index(index_dir)
     assert faiss_index.ntotal == len(passages) == manifest["counts"]["passages"]
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -497,9 +501,9 @@ def test_index_given_as_a_symlink_updates_its_target(small_docs, tmp_path, model
     manifest = index_build.build_index(small_docs, link, model=model)
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert (target / "manifest.json").is_file() and "extra.md" in manifest["files"]
-    assert index_build.resolve_docs_dir(manifest, link) == small_docs.resolve()
-    assert index_build.stale_reasons(manifest, index_build.resolve_docs_dir(manifest, link)) == []
-    assert index_build.load_index(link)[1].ntotal == manifest["counts"]["passages"]
+    assert index_search.resolve_docs_dir(manifest, link) == small_docs.resolve()
+    assert index_search.stale_reasons(manifest, index_search.resolve_docs_dir(manifest, link)) == []
+    assert index_search.load_index(link)[1].ntotal == manifest["counts"]["passages"]
 
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nowhere")
@@ -518,9 +522,9 @@ def test_an_index_of_the_old_layout_asks_for_a_rebuild_that_replaces_it(small_do
     for key in ("data", "sha256", "data_sha256"):
         del manifest[key]
     (index_dir / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(index_build.IndexProblem, match=r"^the search index was made by another "
+    with pytest.raises(index_search.IndexProblem, match=r"^the search index was made by another "
                        r"version of index_build.py; run `.*` to rebuild it$"):
-        index_build.load_index(index_dir)
+        index_search.load_index(index_dir)
     manifest = index_build.build_index(small_docs, index_dir, model=model)
     assert sorted(p.name for p in index_dir.iterdir()) == [".lock", manifest["data"],
                                                            "manifest.json"]
@@ -623,8 +627,8 @@ DAMAGE = {
 def test_every_kind_of_damage_is_named(fresh_index, kind):
     damage, what = DAMAGE[kind]
     damage(fresh_index)
-    with pytest.raises(index_build.IndexProblem) as caught:
-        index_build.load_index(fresh_index)
+    with pytest.raises(index_search.IndexProblem) as caught:
+        index_search.load_index(fresh_index)
     message = str(caught.value)
     assert message.startswith("the search index is damaged (") and what in message, message
     # The folder is not the default index/, and its path is absolute: named by its last part.

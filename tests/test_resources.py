@@ -10,6 +10,7 @@ and 2026-07-28; SEP-2164 (a resource not found is -32602, its URI in data).
 import asyncio
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import PromptReference, ResourceTemplateReference
 
 import index_build
+import index_search
 import mcp_min
 import server as server_module
 from client import Client, HTTPClient
@@ -198,7 +200,8 @@ def test_every_name_round_trips_through_its_uri(bike_shop, bike_server):
     for resource in listed:
         name = resource["name"]
         text = (docs / name).read_text(encoding="utf-8")
-        assert resource == {"uri": uri_of(name), "name": name, "title": text.splitlines()[0],
+        title = text.splitlines()[0].removeprefix("# ")  # a title is words, without markup
+        assert resource == {"uri": uri_of(name), "name": name, "title": title,
                             "mimeType": mime_of(name), "size": len(text.encode())}
         assert re.fullmatch(r"docs:///[A-Za-z0-9%._~-]+", resource["uri"])  # nothing left raw
         assert urllib.parse.unquote(resource["uri"][len("docs:///"):]) == name
@@ -351,12 +354,40 @@ def test_without_an_index_the_words_are_generic(tmp_path):
                                        + INSTRUCTIONS)
     search = next(tool for tool in read[1]["tools"] if tool["name"] == "search")
     assert search["description"].startswith("Search the index for the passages closest")
-    got = answers(tmp_path / "no-index", [request(1, "resources/list")])
-    error = json.loads(got[1])["error"]  # the listing needs the index: the fix, in one line
-    assert error["code"] == -32603 and error["message"].endswith(
-        "(missing no-index/manifest.json); run `python index_build.py --docs DOCS --index "
-        ".../no-index` to build it")
-    assert str(tmp_path) not in error["message"]
+
+
+@pytest.mark.parametrize("problem, fix", [
+    ("missing", "(missing index/manifest.json); run `python index_build.py --docs DOCS --index "
+                ".../index` to build it"),
+    ("damaged", "(manifest.json is not valid JSON: Expecting value: line 1 column 1 (char 0)); "
+                "run `python index_build.py --docs DOCS --index .../index` to rebuild it"),
+    ("another version", "the search index was made by another version of index_build.py; "
+                        "run `python index_build.py --docs DOCS --index .../index` to rebuild it"),
+])
+def test_without_a_usable_index_nothing_is_listed_and_the_rest_says_how_to_build_it(
+        bike_shop, tmp_path, problem, fix):
+    """resources/list has nothing to list (it failed with -32603, which stopped client.py at
+    its second step); the tools and resources/read still name the command that builds it."""
+    index = tmp_path / "index"
+    if problem != "missing":
+        shutil.copytree(bike_shop[1], index)
+        manifest = json.loads((index / "manifest.json").read_text())
+        manifest["ranking"] = {**manifest["ranking"], "passage_text": "title"}
+        text = "not json" if problem == "damaged" else json.dumps(manifest)
+        (index / "manifest.json").write_text(text)
+    got = answers(index, [request(1, "resources/list"),
+                          request(2, "resources/read", {"uri": uri_of("plain.txt")}),
+                          request(3, "tools/call", {"name": "search", "arguments": {"query": "x"}}),
+                          request(4, "completion/complete", {
+                              "ref": {"type": "ref/resource", "uri": "docs:///{name}"},
+                              "argument": {"name": "name", "value": "p"}})])
+    assert got[1] == result_line(1, {"resources": []})
+    error = json.loads(got[2])["error"]
+    assert error["code"] == -32603 and error["message"].endswith(fix)
+    call = json.loads(got[3])["result"]
+    assert call["isError"] and call["content"][0]["text"].endswith(fix)
+    assert json.loads(got[4])["result"]["completion"]["values"] == []
+    assert str(tmp_path) not in got[2] + got[3]
 
 
 def test_the_cafes_words_are_given_by_make_index_only():
@@ -377,14 +408,14 @@ def test_index_build_records_the_name_and_description_it_is_given(tmp_path, mode
     status = index_build.main(["--docs", str(docs), "--index", str(tmp_path / "index"),
                                "--name", " Acme Bikes ", "--description",
                                "the manuals of every bike Acme sells"])
-    manifest = index_build.read_manifest(tmp_path / "index")
+    manifest = index_search.read_manifest(tmp_path / "index")
     assert status == 0 and (manifest["name"], manifest["description"]) == (
         "Acme Bikes", "the manuals of every bike Acme sells")
     read = everything_a_model_reads(tmp_path / "index")
     assert read[0]["instructions"].startswith(
         "Acme Bikes holds the manuals of every bike Acme sells. Call search")
     index_build.build_index(docs, tmp_path / "index", model=model)  # no words: the defaults
-    manifest = index_build.read_manifest(tmp_path / "index")
+    manifest = index_search.read_manifest(tmp_path / "index")
     assert (manifest["name"], manifest["description"]) == ("manuals",
                                                            "the documents in the folder manuals")
 
@@ -412,13 +443,14 @@ MANY = 3000
 def many_files(tmp_path_factory, model):
     """(docs, index) of 3,000 tiny files with 200-character titles. The first 100, the largest
     page, have names of 120 accented letters and titles of bicycles, 12 bytes each as escaped
-    JSON. Each title is one word, which the model reads as one unknown token: fast to embed."""
+    JSON, after a word (a title is a line with words). Each title is one or two words, which
+    the model reads as one unknown token or two: fast to embed."""
     folder = tmp_path_factory.mktemp("many")
     docs = folder / "docs"
     docs.mkdir()
     for i in range(MANY):
         if i < 100:
-            name, title = f"{i:04d} {'é' * 120}.txt", "\U0001F6B2" * 300
+            name, title = f"{i:04d} {'é' * 120}.txt", "Bikes" + "\U0001F6B2" * 300
         else:
             name, title = f"{i:04d}.txt", f"{i:04d}" + "x" * (index_build.TITLE_MAX_CHARS - 4)
         (docs / name).write_text(f"{title}\n\nPart {i}.\n", encoding="utf-8")

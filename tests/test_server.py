@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import index_build
+import index_search
 from conftest import DOCS, ROOT, LiveServer, server_command, text_of
 
 DOC_NAMES = sorted(p.name for p in DOCS.iterdir() if p.suffix in (".txt", ".md"))
@@ -212,7 +213,7 @@ def test_changed_docs_make_search_ask_for_a_rebuild_then_recover(small_server, m
     # top_k above the number of passages: every passage, once.
     result = server.call("search", {"query": "dog", "top_k": 50})
     assert result["isError"] is False
-    passages = index_build.read_manifest(index_dir)["counts"]["passages"]
+    passages = index_search.read_manifest(index_dir)["counts"]["passages"]
     assert passages < 50 and len(result["structuredContent"]["results"]) == passages
 
     # A file swapped for a symlink that points out of the folder: never served, and stale.

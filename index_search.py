@@ -1,0 +1,281 @@
+"""
+index_search.py - an index that index_build.py wrote, in use: read back, checked, and searched.
+
+    import index_search
+    manifest, faiss_index, passages = index_search.load_index("index")
+
+server.py, measure/eval.py and the tests use it; there is nothing to run. It is the other
+half of an index's life: index_build.py writes the index, this reads it.
+
+    reading back    load_index: the manifest, the vectors and the passages. A file that is not
+                    the one the build wrote (missing, cut short, edited, from another build
+                    or another version) is named, with the command that rebuilds the index.
+    staleness       stale_reasons: which documents were added, removed or changed since
+                    the build, so that a server never answers from an index older than them;
+                    read_text serves an indexed document's text, checked as the build did.
+    ranking         rank_passages: the passages for a query, as index_build.RANKING says
+                    (cosine similarity plus a little BM25, each file's best passage first);
+                    eval.py measures the other rankings through the same function.
+
+Like index_build.py, nothing heavy is imported at the top: faiss, numpy and bm25s are
+imported inside the functions that need them.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from index_build import (MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE, RANKING, VECTORS_FILE,
+                         Unusable, decode_text, embedding_texts, file_stamp, manifest_sha256,
+                         open_document, os_reason, read_document_bytes, scan_docs)
+
+# The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
+PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
+# How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
+# picks top_k of them. 50 covers every passage of a small corpus; on a large one a passage
+# that neither ranker puts in its top 50 is not a plausible answer anyway.
+FUSION_CANDIDATES = 50
+RRF_K = 60  # reciprocal rank fusion's usual damping constant (eval.py's "rrf" variants)
+
+
+class IndexProblem(Exception):
+    """The index is missing, damaged or out of date; the message says what to run."""
+
+
+# ----------------------------------------------------------------------------
+# Reading an index back
+
+def load_index(index_dir):
+    """(manifest, faiss_index, passages) from an index folder built by index_build.
+
+    A build that publishes while this reads can delete the data folder the old manifest
+    named; then the manifest has changed, and the new one is read instead.
+    """
+    for attempt in range(3):
+        stamp = file_stamp(Path(index_dir) / MANIFEST_FILE)
+        manifest = read_manifest(index_dir)
+        try:
+            return (manifest, *read_index_data(index_dir, manifest))
+        except IndexProblem:
+            if attempt == 2 or file_stamp(Path(index_dir) / MANIFEST_FILE) == stamp:
+                raise
+
+
+def read_manifest(index_dir):
+    """The manifest of an index folder, checked; IndexProblem names anything wrong with it.
+
+    The manifest holds the sha256 of its own content: a manifest that was cut, edited or
+    damaged after the build is refused as a whole, so nothing in it needs checking one by one.
+    """
+    index_dir = Path(index_dir)
+    try:
+        data = (index_dir / MANIFEST_FILE).read_bytes()
+    except FileNotFoundError:
+        raise IndexProblem(f"no search index found (missing {index_dir.name}/{MANIFEST_FILE}); "
+                           f"run `{rebuild_command(index_dir)}` to build it") from None
+    except OSError as e:
+        raise damaged(index_dir, f"{MANIFEST_FILE} cannot be read: {os_reason(e)}") from None
+    try:
+        manifest = json.loads(data)
+    except ValueError as e:
+        what = "empty" if not data.strip() else f"not valid JSON: {e}"
+        raise damaged(index_dir, f"{MANIFEST_FILE} is {what}") from None
+    if not isinstance(manifest, dict):
+        kind = type(manifest).__name__
+        raise damaged(index_dir, f"{MANIFEST_FILE} holds a {kind}, not an object")
+    made_here = manifest.get("model") == MODEL_NAME and manifest.get("ranking") == RANKING
+    if "sha256" not in manifest or not made_here:
+        raise IndexProblem("the search index was made by another version of index_build.py; "
+                           f"run `{rebuild_command(index_dir)}` to rebuild it")
+    if manifest["sha256"] != manifest_sha256(manifest):
+        raise damaged(index_dir, f"{MANIFEST_FILE} was changed after the build: it does not "
+                                 "match its sha256")
+    return manifest
+
+
+def read_index_data(index_dir, manifest):
+    """(faiss_index, passages) of the data folder the manifest names. Each file is read once
+    and checked against the sha256 the manifest holds: IndexProblem if it is not the one
+    the build wrote (missing, cut short, edited, or from another build)."""
+    import faiss
+    import numpy as np
+
+    data_dir = Path(index_dir) / manifest["data"]
+    contents = {}
+    for name, sha256 in manifest["data_sha256"].items():
+        try:
+            contents[name] = (data_dir / name).read_bytes()
+        except OSError as e:
+            raise damaged(index_dir, f"{name} cannot be read: {os_reason(e)}") from None
+        if hashlib.sha256(contents[name]).hexdigest() != sha256:
+            raise damaged(index_dir, f"{name} is not the file the build wrote: it does not "
+                                     "match its sha256")
+    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
+    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
+    return faiss_index, [json.loads(line) for line in lines]
+
+
+def out_of_date(index_dir, reasons):
+    """The IndexProblem of an index whose documents changed since (stale_reasons)."""
+    return IndexProblem(f"the search index is out of date ({'; '.join(reasons[:5])}); "
+                        f"run `{rebuild_command(index_dir)}` to rebuild it")
+
+
+def damaged(index_dir, problem):
+    return IndexProblem(f"the search index is damaged ({problem}); "
+                        f"run `{rebuild_command(index_dir)}` to rebuild it")
+
+
+def rebuild_command(index_dir):
+    """The command that rebuilds an index folder, for messages: `make index` for the default
+    one, else index_build.py naming the folder as it was given. Messages may reach a client,
+    which must not learn the server's paths: an absolute path is shown by its last part."""
+    index_dir = str(index_dir)
+    if index_dir == "index":
+        return "make index"
+    if Path(index_dir).is_absolute():
+        index_dir = ".../" + Path(index_dir).name
+    return f"python index_build.py --docs DOCS --index {index_dir}"
+
+
+def resolve_docs_dir(manifest, index_dir):
+    """The docs folder recorded in the manifest; relative paths are relative to the index folder."""
+    return (Path(index_dir) / manifest["docs_dir"]).resolve()
+
+
+# ----------------------------------------------------------------------------
+# Telling whether the documents changed since the build
+
+def stale_reasons(manifest, docs_dir, hashes=None):
+    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
+
+    hashes: a dict kept between calls, so that a file is hashed again only when its stat
+    moved. A file that cannot be read is not called changed (there is nothing to compare),
+    so it fails only the get_document call that needs it.
+    """
+    docs_dir = Path(docs_dir)
+    hashes = {} if hashes is None else hashes
+    if not docs_dir.is_dir():
+        return [f"the docs folder '{docs_dir.name}' is missing"]
+    try:
+        usable, unusable = scan_docs(docs_dir)
+    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
+        return []
+    indexed = manifest["files"]
+    present = {path.name: path for path in usable}
+    not_usable = dict(unusable)
+    reasons = []
+    for name in indexed:
+        if name in not_usable:
+            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
+        elif name not in present:
+            reasons.append(f"{name} was removed")
+    known = set(indexed) | set(manifest.get("skipped", {}))
+    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
+    for name, path in present.items():
+        if name not in indexed:
+            continue
+        stamp = file_stamp(path)
+        if hashes.get(path, (None,))[0] != stamp:
+            hashes[path] = (stamp, file_sha256(path))
+        sha = hashes[path][1]
+        if sha is not None and sha != indexed[name]["sha256"]:
+            reasons.append(f"{name} changed")
+    return reasons
+
+
+def read_text(path):
+    """The text of an indexed document, to serve it; Unusable says why it is not one any more."""
+    return decode_text(read_document_bytes(path))
+
+
+def file_sha256(path):
+    """sha256 of a file's bytes, or None when it cannot be read (nothing to compare then)."""
+    try:
+        with open_document(path) as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except (Unusable, OSError):
+        return None
+
+
+# ----------------------------------------------------------------------------
+# Ranking the passages for a query (server.py's search; eval.py measures the variants)
+
+def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical):
+    """The top_k passages for a query under a ranking (RANKING or one of eval.py's variants),
+    best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
+
+    The vectors are unit length, so FAISS' inner product is the cosine similarity, and
+    distance = 1 - similarity: 0 means same direction, 1 unrelated, 2 opposite.
+    ranking["fusion"]: "none" ranks by cosine similarity alone; "weighted" adds
+    bm25_weight times the passage's BM25 score divided by the query's best BM25 score
+    (so the lexical part lies between 0 and bm25_weight); "rrf" adds 1 / (RRF_K + rank)
+    from each ranker. With fusion, results are ordered by the fused score, so distances
+    need not rise with rank. ranking["distinct_sources"]: one passage per file first,
+    then the rest. lexical is lexical_index() of the same passages.
+    """
+    import numpy as np
+
+    fusion = ranking["fusion"]
+    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
+    similarities, ids = faiss_index.search(query_vector, depth)
+    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+    scores = dict(dense)
+    if fusion != "none":
+        bm25 = lexical_scores(lexical, query, len(passages))
+        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
+        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+        missing = [i for i in best_lexical if i not in dense]
+        if missing:  # found by BM25 only: their cosine comes from the stored vectors
+            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
+            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
+        if fusion == "weighted":
+            peak = float(bm25.max()) or 1.0
+            weight = ranking["bm25_weight"]
+            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
+        else:  # "rrf"
+            by_dense = sorted(dense, key=lambda i: -dense[i])
+            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
+            for rank, i in enumerate(best_lexical, start=1):
+                scores[i] += 1.0 / (RRF_K + rank)
+    order = sorted(scores, key=lambda i: -scores[i])
+    if ranking["distinct_sources"]:
+        firsts, rest, seen = [], [], set()
+        for i in order:
+            if passages[i]["source"] in seen:
+                rest.append(i)
+            else:
+                seen.add(passages[i]["source"])
+                firsts.append(i)
+        order = firsts + rest
+    results = []
+    for i in order[:top_k]:
+        result = {"rank": len(results) + 1, "source": passages[i]["source"],
+                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
+        if fusion != "none":
+            result["score"] = round(scores[i], 4)
+        results.append(result)
+    return results
+
+
+def lexical_index(passages, passage_text=RANKING["passage_text"]):
+    """A BM25 index (bm25s) over the passages' embedding texts, English stopwords dropped."""
+    import bm25s
+
+    texts = embedding_texts(passages, passage_text)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
+                    show_progress=False)
+    return retriever
+
+
+def lexical_scores(retriever, query, count):
+    """BM25 score of every passage for the query (zeros when no query word is in the index)."""
+    import bm25s
+    import numpy as np
+
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    known = [token for token in tokens if token in retriever.vocab_dict]
+    if not known:
+        return np.zeros(count, dtype="float32")
+    return retriever.get_scores(known)
