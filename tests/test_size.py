@@ -5,8 +5,9 @@ lines do not count. Budgets: mcp_min.py 450 (the server side: wire, JSON-RPC, to
 prompts, completion, dispatch, stdio loop; the brief asks for 420, which resources, prompts and
 completion do not fit: an open decision, see the README), the Client class in client.py 240,
 client.py as a whole 600, mcp_http.py 400, server.py 350, index_build.py 450, index_search.py
-250. No line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see pyproject.toml) passes.
-Like tinygrad's line gate: when something does not fit, make it simpler or drop it, never golf.
+250. No line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see
+pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
+or drop it, never golf.
 """
 import ast
 import io
