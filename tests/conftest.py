@@ -145,6 +145,8 @@ def text_of(result):
 
 
 def pytest_addoption(parser):
-    # tests/test_fuzz.py and tests/test_load.py: --soak runs them about 100 times longer.
+    # tests/test_fuzz.py and tests/test_load.py: --soak runs them about 100 times longer;
+    # tests/test_retrieval.py: --soak also checks the recall of the READMEs' question set.
     parser.addoption("--soak", action="store_true", default=False,
-                     help="run the fuzz and load tests much longer (minutes, not seconds)")
+                     help="run the fuzz and load tests much longer (minutes, not seconds), and "
+                          "check the READMEs' recall (its index takes a minute or two)")
