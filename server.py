@@ -43,8 +43,6 @@ above (threads: a whole one); anything else stops the server at startup with one
 """
 
 import argparse
-import atexit
-import gc
 import importlib.util
 import json
 import math
@@ -526,10 +524,6 @@ def describe_documents(manifest):
 def main(argv=None):
     if problem := missing_packages_error():
         sys.exit(problem)
-    # Python's last garbage collection at exit walks every object torch and transformers made:
-    # 1.5 s here, which each client waits through when it closes the server. Frozen objects
-    # are skipped, and the process is ending anyway: atexit runs before that collection.
-    atexit.register(gc.freeze)
     parser = argparse.ArgumentParser(description="MCP server searching an index_build.py index.")
     parser.add_argument("--index", default="index", help="index_build.py's folder (default: index)")
     parser.add_argument("--docs", help="docs folder (default: the one the index records)")
@@ -567,3 +561,10 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+    # Served and stopped: the process ends without Python's finalization. Its last garbage
+    # collection walks every object torch made (1.5 s that each client waits through), and a
+    # model still loading in its thread would be torn down in the middle of an import (a
+    # crash, SIGSEGV, seen once when SIGTERM came that early on a busy machine).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
