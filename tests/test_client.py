@@ -719,10 +719,16 @@ def test_http_client_does_not_resume_a_modern_stream():
 
 # --- client.py --url pointed at something that is not an MCP server ---
 
-def serve_in_a_thread(server):
+def client_py_against(server):
+    """(url, the result of `client.py --url url`) with server serving in a thread meanwhile."""
     import threading
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    try:
+        return url, run_client("--url", url, timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_url_of_a_plain_web_server_is_one_line():
@@ -733,12 +739,7 @@ def test_url_of_a_plain_web_server_is_one_line():
             self.send_error(404)  # an HTML page, as web servers send
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    try:
-        url = serve_in_a_thread(server)
-        result = run_client("--url", url, timeout=60)
-    finally:
-        server.shutdown()
-        server.server_close()
+    url, result = client_py_against(server)
     assert result.returncode == 1
     assert result.stderr == (f"client.py: error: {url} did not answer as an MCP server "
                              "(HTTP 404, text/html)\n")
@@ -755,12 +756,7 @@ def test_url_of_a_service_that_is_not_http_is_one_line():
             self.request.sendall(b"Invalid SSH identification string.\r\n")
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Banner)
-    try:
-        url = serve_in_a_thread(server)
-        result = run_client("--url", url, timeout=60)
-    finally:
-        server.shutdown()
-        server.server_close()
+    url, result = client_py_against(server)
     assert result.returncode == 1
     assert result.stderr == (f"client.py: error: {url} did not answer as an MCP server "
                              "(no HTTP response)\n")
