@@ -5,8 +5,8 @@ lines do not count. Budgets: mcp_min.py 560 (the server side: wire, JSON-RPC, to
 prompts, completion, elicitation, notifications, dispatch, stdio loop), the Client class in
 client.py 320, client.py as a whole 740, mcp_http.py 510, mcp_auth.py 400, server.py 400,
 index_build.py 520, index_search.py 280. No line over 100 characters in any .py file, and
-`ruff check` (pyflakes, line length; see pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
-or drop it, never golf.
+`ruff check` (pyflakes, line length; see pyproject.toml) passes. Like tinygrad's line gate: when
+something does not fit, make it simpler or drop it, never golf.
 """
 import ast
 import io
