@@ -447,7 +447,7 @@ class Context:
         finally:
             pending.pop(request_id, None)
         if not isinstance(response.get("result"), dict):
-            raise RuntimeError(f"{request['method']} failed: {encode(response.get('error'))[:200]}")
+            raise RuntimeError(f"{request['method']} failed: {str(response.get('error'))[:200]}")
         return response["result"]
 
     def report_progress(self, progress, total=None, message=None):
