@@ -28,8 +28,8 @@ def line(message):
 class Stdio:
     """The server on pipes: send lines, read the lines it writes, one at a time."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, argv=SERVER):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=ROOT)
         self.lines = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(raw) for raw in self.proc.stdout],
@@ -59,7 +59,7 @@ class Stdio:
 @pytest.fixture
 def stdio():
     opened = []
-    yield lambda: opened.append(Stdio()) or opened[-1]
+    yield lambda *argv: opened.append(Stdio(*argv)) or opened[-1]
     for server in opened:
         if server.proc.poll() is None:
             server.proc.kill()
@@ -88,9 +88,9 @@ def error(request_id, body):
     return line({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
-def legacy(stdio, capabilities=None):
+def legacy(stdio, capabilities=None, *argv):
     """A legacy session whose client declared `capabilities` (elicitation by default)."""
-    server = stdio()
+    server = stdio(*argv)
     server.send(initialize({"elicitation": {}} if capabilities is None else capabilities),
                 {"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert json.loads(server.next())["result"]["protocolVersion"] == "2025-11-25"
@@ -409,3 +409,27 @@ def test_http_modern_missing_capability_is_400(http_url):
     assert asked_.status == 200
     assert json.loads(asked_.read())["result"]["resultType"] == "input_required"
 
+
+
+# --- server.py: get_document asks which document was meant ---
+
+def test_get_document_asks_which_document_was_meant(stdio, built_index):
+    from conftest import DOCS, server_command
+    server = legacy(stdio, None, server_command(built_index))
+    server.send(call(1, "get_document", {"name": "menu_price.txt"}))
+    question = {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Which one did you mean?", "requestedSchema": {
+            "type": "object", "properties": {"name": {"type": "string",
+                                                      "enum": ["menu_prices.txt"]}}}}}
+    server.send(answer(asked(server, question), {"action": "accept",
+                                                 "content": {"name": "menu_prices.txt"}}))
+    text = (DOCS / "menu_prices.txt").read_text()
+    assert server.next(timeout=60) == text_result(1, text)
+    # Declined, or a client that cannot be asked: the error of an unknown name, as before.
+    server.send(call(2, "get_document", {"name": "menu_price.txt"}))
+    server.send(answer(asked(server, question), {"action": "decline"}))
+    declined = json.loads(server.next(timeout=60))["result"]
+    assert declined["isError"] and "unknown document" in declined["content"][0]["text"]
+    unasked = legacy(stdio, {}, server_command(built_index))
+    unasked.send(call(3, "get_document", {"name": "menu_price.txt"}))
+    assert json.loads(unasked.next(timeout=60))["result"]["content"] == declined["content"]
