@@ -433,3 +433,40 @@ def test_get_document_asks_which_document_was_meant(stdio, built_index):
     unasked = legacy(stdio, {}, server_command(built_index))
     unasked.send(call(3, "get_document", {"name": "menu_price.txt"}))
     assert json.loads(unasked.next(timeout=60))["result"]["content"] == declined["content"]
+
+
+# --- The official SDK (mcp 2.3.0): its client answers our questions ---
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_sdk_client_answers_our_questions(transport, mode, http_url):
+    """Its elicitation callback gets our question; in legacy as an elicitation/create request
+    (over stdio, or on the call's SSE stream), in 2026-07-28 as an input_required result that its
+    client retries. Two rounds, a prompt, and a sync tool all come back answered."""
+    import asyncio
+    import mcp
+    from mcp import StdioServerParameters, types
+
+    questions = []
+
+    async def on_elicit(context, params):
+        questions.append(params.message)
+        if params.message == "Which colour?":
+            return types.ElicitResult(action="accept", content={"color": "red"})
+        return types.ElicitResult(action="accept", content={"name": "Sam"})
+
+    server = (StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(ROOT))
+              if transport == "stdio" else f"http://127.0.0.1:{http_url}/mcp")
+
+    async def body():
+        async with mcp.Client(server, mode=mode, elicitation_callback=on_elicit) as client:
+            greeted = await client.call_tool("ask_name", {"greeting": "Hello"})
+            assert [block.text for block in greeted.content] == ["Hello, Sam!"]
+            synced = await client.call_tool("ask_name_sync", {"greeting": "Hey"})
+            assert [block.text for block in synced.content] == ["Hey, Sam!"]
+            both = await client.call_tool("two_rounds", {})
+            assert [block.text for block in both.content] == ["Sam likes red"]
+            prompt = await client.get_prompt("greet_prompt")
+            assert prompt.messages[0].content.text == "Greet Sam warmly."
+    asyncio.run(asyncio.wait_for(body(), 60))
+    assert questions == ["What is your name?"] * 3 + ["Which colour?", "What is your name?"]
