@@ -251,3 +251,74 @@ def test_http_client_declares_elicitation_only_with_a_callback():
     assert HTTPClient("http://127.0.0.1:1/mcp", on_elicit=print).client_capabilities == {
         "elicitation": {}}
     assert HTTPClient("http://127.0.0.1:1/mcp").client_capabilities == {}
+
+
+# --- Interop: the official SDK's server (mcp 2.3.0) asks, our client answers ---
+
+SDK_ELICIT_SERVER = [sys.executable, str(ROOT / "tests" / "sdk_elicit_server.py")]
+
+
+@pytest.fixture(scope="module")
+def sdk_http_url():
+    """tests/sdk_elicit_server.py over Streamable HTTP on a free loopback port."""
+    import socket
+    import subprocess
+    import time
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([*SDK_ELICIT_SERVER, "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):  # the SDK's server starts in about a second; 30 s at most
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("legacy", [True, False], ids=["2025-11-25", "2026-07-28"])
+def test_our_client_answers_the_sdk_servers_questions(request, transport, legacy):
+    asked, lines = [], []
+
+    def on_elicit(message, schema):
+        asked.append((message, schema["properties"]))
+        return {"action": "accept", "content": {"account": "work"} if "account" in schema[
+            "properties"] else {"sure": True}}
+    options = {"legacy": legacy, "on_elicit": on_elicit, "timeout": 20,
+               "trace": lambda direction, line: lines.append(direction + " " + line)}
+    if transport == "http":
+        client = HTTPClient(request.getfixturevalue("sdk_http_url"), **options)
+    else:
+        client = Client(SDK_ELICIT_SERVER, **options)
+
+    async def body():
+        async with client:
+            assert client.era == ("legacy" if legacy else "modern")
+            texts = [(await client.call_tool("pick"))["content"][0]["text"]]
+            if legacy:  # a question of ctx.elicit's own, and a ping outside the call
+                texts.append((await client.call_tool("confirm"))["content"][0]["text"])
+                texts.append((await client.call_tool("ping_me"))["content"][0]["text"])
+            return texts
+    texts = run(body())
+    assert texts[0] == "picked work"
+    assert asked[0] == ("Which account?", {"account": {
+        "default": "personal", "title": "Account", "type": "string"}})
+    if legacy:
+        assert texts[1:] == ["accept True", "the client answered the ping"]
+        assert [message for message, _ in asked] == ["Which account?", "Are you sure?"]
+        answers = [line for line in lines if line.startswith('→ {"jsonrpc":"2.0","id":')
+                   and '"result":' in line]
+        assert answers[0].endswith('"result":{"action":"accept","content":{"account":"work"}}}')
+        assert answers[-1].endswith('"result":{}}')  # the answer to the ping, traced too
+    else:
+        sent = [json.loads(line[2:]) for line in lines if line.startswith("→")]
+        retry = next(message for message in sent if "inputResponses" in message["params"])
+        assert retry["params"]["inputResponses"] == {"__main__:ask_account": {
+            "action": "accept", "content": {"account": "work"}}}
