@@ -322,3 +322,56 @@ def test_our_client_answers_the_sdk_servers_questions(request, transport, legacy
         retry = next(message for message in sent if "inputResponses" in message["params"])
         assert retry["params"]["inputResponses"] == {"__main__:ask_account": {
             "action": "accept", "content": {"account": "work"}}}
+
+
+# --- HTTPClient: a legacy session's standalone GET stream (spec 2025-11-25) ---
+
+def test_http_client_listens_on_the_sessions_get_stream_and_reopens_it_where_it_ended():
+    gets, posts = [], []
+
+    async def handle(reader, writer):
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        headers = {name.lower(): value.strip() for name, _, value in
+                   (line.partition(":") for line in head[1:] if line)}
+        body = await reader.readexactly(int(headers.get("content-length", 0)))
+        if head[0].startswith("GET"):
+            gets.append(headers)
+            ping = {"jsonrpc": "2.0", "id": f"p{len(gets)}", "method": "ping"}
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                         + f"id: g{len(gets)}\nretry: 0\ndata: {json.dumps(ping)}\n\n".encode())
+            await writer.drain()
+            if len(gets) == 2:  # the second stream stays open until the client leaves
+                await reader.read()
+            return writer.close()
+        message = json.loads(body)
+        posts.append(message)
+        if message.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "serverInfo": {"name": "listening", "version": "1"}}
+            data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: "
+                         b"s1\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+        else:  # server/discover gets 400 (a legacy server); our answers and notifications 202
+            status = b"400 Bad Request" if message.get("method") else b"202 Accepted"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def body():
+        listener = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
+        try:
+            async with HTTPClient(url, timeout=10) as client:
+                assert client.era == "legacy"
+                for _ in range(200):  # until both pings are answered
+                    if len([m for m in posts if "result" in m]) == 2:
+                        break
+                    await asyncio.sleep(0.05)
+        finally:
+            listener.close()
+    run(body())
+    assert [m for m in posts if "result" in m] == [{"jsonrpc": "2.0", "id": "p1", "result": {}},
+                                                   {"jsonrpc": "2.0", "id": "p2", "result": {}}]
+    assert len(gets) == 2 and "last-event-id" not in gets[0]
+    assert gets[1]["last-event-id"] == "g1" and gets[1]["mcp-session-id"] == "s1"
+    assert "text/event-stream" in gets[0]["accept"]
