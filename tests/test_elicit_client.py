@@ -375,3 +375,13 @@ def test_http_client_listens_on_the_sessions_get_stream_and_reopens_it_where_it_
     assert len(gets) == 2 and "last-event-id" not in gets[0]
     assert gets[1]["last-event-id"] == "g1" and gets[1]["mcp-session-id"] == "s1"
     assert "text/event-stream" in gets[0]["accept"]
+
+
+def test_the_demo_shows_an_enum_without_type_and_a_list_of_types_readably():
+    schema = {"required": ["mode"], "properties": {
+        "mode": {"enum": ["fast", "exact"]}, "limit": {"type": ["integer", "null"]},
+        "style": {"type": "string", "enum": ["plain"], "default": "plain"},
+        "either": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    assert client_module.describe_arguments(schema) == (
+        'mode (one of "fast", "exact", required), limit (integer | null, optional), '
+        'style (string one of "plain", default "plain"), either (string | null, optional)')
