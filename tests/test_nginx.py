@@ -251,6 +251,15 @@ def test_each_legacy_session_stays_on_the_process_that_opened_it(farm):
                                  {"Mcp-Session-Id": session_id,
                                   "MCP-Protocol-Version": "2025-11-25"})
         assert status == 404 and "unknown or ended session" in answer["error"]["message"]
+        # DELETE ends the session, on its own process too.
+        conn = http.client.HTTPConnection("127.0.0.1", farm.port, timeout=30)
+        with contextlib.closing(conn):
+            conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session_id})
+            ended = conn.getresponse()
+            assert (ended.status, ended.getheader("X-Upstream")) == (200, f"127.0.0.1:{home}")
+        status, _, _ = post(farm.port, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
+                            {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"})
+        assert status == 404
 
 
 @pytest.mark.parametrize("forged", ["zz.x", "b." + "x" * 43, "no-prefix-at-all", "a."])
@@ -282,3 +291,4 @@ def test_an_instance_name_that_is_not_letters_and_digits_stops_the_server(built_
     assert server.returncode == 1
     assert server.stderr.splitlines()[-1] == ("rag-search-server: cannot serve on 127.0.0.1:0: "
                                               "MCP_INSTANCE may hold only letters and digits")
+
