@@ -2,8 +2,9 @@
 
 One endpoint, /mcp. The client POSTs one JSON-RPC message per HTTP request. The answer is one JSON
 object, or a short Server-Sent Events stream when the request sends notifications (progress, log
-messages) before its result. Both eras of the spec share the endpoint, and every request goes
-through the same Server.handle as on stdio:
+messages) or, in a legacy session, requests of its own (elicitation/create) before its result;
+the client POSTs its answers to those with the session's id. Both eras of the spec share the
+endpoint, and every request goes through the same Server.handle as on stdio:
 
 - 2026-07-28 (modern): stateless. Each POST stands alone. The headers MCP-Protocol-Version,
   Mcp-Method and Mcp-Name copy fields of the body, so that proxies can route without parsing JSON.
@@ -280,7 +281,8 @@ class HTTPTransport:
         self.check_host_and_origin(request.headers)
         if request.path != ENDPOINT:
             raise HTTPError(404, f"the MCP endpoint is {ENDPOINT}")
-        # GET would open a stream for server-initiated messages; this server sends none.
+        # GET would open a stream for server-initiated messages; ours (a legacy elicitation/create)
+        # go on the stream of the call that sends them.
         if request.method not in ("POST", "DELETE"):
             raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
                             headers={"Allow": "POST, DELETE"})

@@ -39,6 +39,8 @@ server, top to bottom:
   3. Definitions: a function becomes a tool, a prompt or a resource; arguments are checked; a
      tool's return value becomes a result.
   4. The server: each request is answered in the era it asks for. Start reading at Server.handle.
+     Then questions for the user (Context.elicit): a real elicitation/create request in the
+     legacy era, an input_required result with a signed requestState in 2026-07-28.
   5. Resources, prompts and completion: reading, getting, completing, and pages of lists.
   6. The stdio loop: reading, backpressure, shutdown.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
@@ -447,7 +449,7 @@ class Context:
         finally:
             pending.pop(request_id, None)
         if not isinstance(response.get("result"), dict):
-            raise RuntimeError(f"{request['method']} failed: {encode(response.get('error'))[:200]}")
+            raise RuntimeError(f"{request['method']} failed: {str(response.get('error'))[:200]}")
         return response["result"]
 
     def report_progress(self, progress, total=None, message=None):
