@@ -292,3 +292,81 @@ def test_an_instance_name_that_is_not_letters_and_digits_stops_the_server(built_
     assert server.stderr.splitlines()[-1] == ("rag-search-server: cannot serve on 127.0.0.1:0: "
                                               "MCP_INSTANCE may hold only letters and digits")
 
+
+# --- Questions for the user (elicitation) across processes ---
+
+MENU = (Path(__file__).resolve().parents[1] / "docs" / "menu_prices.txt").read_text()
+CLOSE_NAME = "menu_price.txt"  # not a document, but close to menu_prices.txt: get_document asks
+
+
+def the_question(request):
+    """(field, choices) of an elicitation/create that asks which document was meant."""
+    assert request["method"] == "elicitation/create"
+    (field, schema), = request["params"]["requestedSchema"]["properties"].items()
+    choices = schema.get("enum") or [choice["const"] for choice in schema.get("oneOf", [])]
+    return field, choices
+
+
+def test_an_input_required_round_trip_is_answered_by_both_processes(farm):
+    """Round 1 goes to one process, its retry to the other (round-robin), which verifies the
+    requestState the first one sealed: they share MCP_STATE_KEY."""
+    asks = {"elicitation": {}}
+    message, headers = modern_call(1, "get_document", {"name": CLOSE_NAME}, asks)
+    status, first, answer = post(farm.port, message, headers)
+    assert status == 200 and answer["result"]["resultType"] == "input_required", answer
+    (key, request), = answer["result"]["inputRequests"].items()
+    field, choices = the_question(request)
+    assert "menu_prices.txt" in choices
+    responses = {key: {"action": "accept", "content": {field: "menu_prices.txt"}}}
+    retry, headers = modern_call(2, "get_document", {"name": CLOSE_NAME}, asks,
+                                 inputResponses=responses,
+                                 requestState=answer["result"]["requestState"])
+    status, second, answer = post(farm.port, retry, headers)
+    assert status == 200 and answer["result"]["resultType"] == "complete", answer
+    assert answer["result"]["content"] == [{"type": "text", "text": MENU}]
+    assert {first["x-upstream"], second["x-upstream"]} == {
+        f"127.0.0.1:{port}" for port in farm.ports.values()}
+
+
+def test_a_legacy_question_streams_through_nginx_and_its_answer_reaches_the_same_process(farm):
+    """Legacy: the server sends elicitation/create on the call's SSE stream and waits. It can
+    only be read before the call ends if nginx does not buffer the stream (X-Accel-Buffering:
+    no); the answer, a POST of its own, must reach the process that waits for it."""
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "test_nginx", "version": "1"}}}
+    status, headers, _ = post(farm.port, initialize)
+    assert status == 200
+    session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    home = f"127.0.0.1:{farm.ports[headers['mcp-session-id'].partition('.')[0]]}"
+    assert headers["x-upstream"] == home
+    assert post(farm.port, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                session)[0] == 202
+    conn = http.client.HTTPConnection("127.0.0.1", farm.port, timeout=30)
+    with contextlib.closing(conn):
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "get_document", "arguments": {"name": CLOSE_NAME}}}
+        conn.request("POST", "/mcp", json.dumps(call).encode(), {
+            "Content-Type": "application/json", **session,
+            "Accept": "application/json, text/event-stream"})
+        stream = conn.getresponse()
+        assert stream.status == 200 and stream.getheader("X-Upstream") == home
+        assert stream.getheader("Content-Type") == "text/event-stream"
+        question = next_event(stream)
+        field, choices = the_question(question)
+        assert "menu_prices.txt" in choices
+        reply = {"jsonrpc": "2.0", "id": question["id"],
+                 "result": {"action": "accept", "content": {field: "menu_prices.txt"}}}
+        status, headers, _ = post(farm.port, reply, session)
+        assert (status, headers["x-upstream"]) == (202, home)
+        assert next_event(stream) == {"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": MENU}], "isError": False}}
+
+
+def next_event(stream):
+    """The JSON of the next SSE event's data line (comments and event names are skipped)."""
+    while True:
+        line = stream.readline()
+        assert line, "the SSE stream ended"
+        if line.startswith(b"data:"):
+            return json.loads(line[5:])
