@@ -22,7 +22,8 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 from client import HTTPClient  # noqa: E402
 from conftest import server_command, text_of  # noqa: E402
 
@@ -285,17 +286,17 @@ def test_the_client_starts_a_new_session_after_a_wrong_guess(farm):
     assert session_id.partition(".")[0] in INSTANCES and len(session_id) == 45
 
 
-def test_an_instance_name_that_is_not_letters_and_digits_stops_the_server(built_index):
-    server = subprocess.run(server_command(built_index, "--http", "0"), capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "MCP_INSTANCE": "a.b"})
-    assert server.returncode == 1
-    assert server.stderr.splitlines()[-1] == ("rag-search-server: cannot serve on 127.0.0.1:0: "
-                                              "MCP_INSTANCE may hold only letters and digits")
-
+@pytest.mark.parametrize("name", ["a.b", "a b", "caf\u00e9", "a-1"])
+def test_an_instance_name_that_is_not_letters_and_digits_stops_the_server(name):
+    serve = "import mcp_http, mcp_min; mcp_http.serve(mcp_min.Server('demo'), port=0)"
+    server = subprocess.run([sys.executable, "-c", serve], capture_output=True, text=True,
+                            timeout=60, cwd=ROOT, env={**os.environ, "MCP_INSTANCE": name})
+    assert (server.returncode, server.stderr) == (1, "demo: cannot serve on 127.0.0.1:0: "
+                                                  "MCP_INSTANCE may hold only letters and digits\n")
 
 # --- Questions for the user (elicitation) across processes ---
 
-MENU = (Path(__file__).resolve().parents[1] / "docs" / "menu_prices.txt").read_text()
+MENU = (ROOT / "docs" / "menu_prices.txt").read_text()
 CLOSE_NAME = "menu_price.txt"  # not a document, but close to menu_prices.txt: get_document asks
 
 
