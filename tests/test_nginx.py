@@ -154,21 +154,31 @@ def stop(process):
         process.wait(10)
 
 
-def access_lines(farm, since, count):
-    """(backend port, status, HTTP method, Mcp-Method, Mcp-Session-Id) of the `count` requests
-    nginx logged from line `since` on; "-" where a header was absent. nginx writes a line once
-    the request is done, which may be just after its client had the answer: wait a little."""
+def access_lines(farm, since, done):
+    """(backend port, status, HTTP method, Mcp-Method, Mcp-Session-Id) of each request nginx
+    logged from line `since` on; "-" where a header was absent. nginx writes a line once the
+    request is done, which may be just after its client had the answer: this waits (10 s at
+    most) until done(rows) holds. Clients may send more than the test counts (a GET stream)."""
     deadline = time.monotonic() + 10
-    while logged(farm) < since + count and time.monotonic() < deadline:
+    while True:
+        rows = []
+        for line in farm.access_log.read_text().splitlines()[since:]:
+            upstream, status, method, mcp_method, session = line.split(" ", 4)
+            rows.append((int(upstream.rpartition(":")[2]), int(status), method,
+                         mcp_method.strip('"'), session.strip('"')))
+        if done(rows) or time.monotonic() > deadline:
+            return rows
         time.sleep(0.05)
-    lines = farm.access_log.read_text().splitlines()[since:]
-    assert len(lines) == count, lines
-    rows = []
-    for line in lines:
-        upstream, status, method, mcp_method, session = line.split(" ", 4)
-        rows.append((int(upstream.rpartition(":")[2]), int(status), method,
-                     mcp_method.strip('"'), session.strip('"')))
-    return rows
+
+
+def calls_logged(count):
+    """done() for access_lines: `count` modern tools/call requests (they name their method)."""
+    return lambda rows: sum(row[3] == "tools/call" for row in rows) >= count
+
+
+def posts_logged(count, session_id):
+    """done() for access_lines: `count` POSTs in that legacy session."""
+    return lambda rows: sum(row[2::2] == ("POST", session_id) for row in rows) >= count
 
 
 def logged(farm):
@@ -214,7 +224,7 @@ def test_modern_requests_are_spread_round_robin_over_both_processes(farm):
     names, texts = asyncio.run(calls())
     assert "get_document" in names
     assert len(set(texts)) == 1 and "Wandering Kettle" in texts[0]
-    rows = access_lines(farm, since, 6)  # server/discover, tools/list, four calls
+    rows = access_lines(farm, since, calls_logged(4))
     calls = [row for row in rows if row[3] == "tools/call"]
     assert len(calls) == 4 and all(status == 200 for _, status, *_ in rows)
     # One nginx worker, round-robin: the four calls alternate between the two processes.
@@ -239,13 +249,15 @@ def test_each_legacy_session_stays_on_the_process_that_opened_it(farm):
     sessions = [asyncio.run(session()) for _ in range(2)]
     # initialize goes round-robin, so the two sessions open on the two processes.
     assert sorted(session_id.partition(".")[0] for session_id, _ in sessions) == ["a", "b"]
-    rows = access_lines(farm, since, 12)  # each: initialize, initialized, three calls, tools/list
     for session_id, texts in sessions:
+        rows = access_lines(farm, since, posts_logged(5, session_id))
         assert "Wandering Kettle" in texts[0]
         home = farm.ports[session_id.partition(".")[0]]
-        requests = [row for row in rows if row[4] == session_id]
-        assert len(requests) == 5  # initialized, three calls, tools/list
-        assert {(port, status) for port, status, *_ in requests} <= {(home, 200), (home, 202)}
+        # initialized, three calls, tools/list: all on the session's own process
+        posts = [row for row in rows if row[2::2] == ("POST", session_id)]
+        assert len(posts) == 5
+        assert {(port, status) for port, status, *_ in posts} <= {(home, 200), (home, 202)}
+        assert {row[0] for row in rows if row[4] == session_id} == {home}  # a GET stream too
         # Without nginx's map, the other process knows nothing of the session.
         other = next(port for port in farm.ports.values() if port != home)
         status, _, answer = post(other, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
