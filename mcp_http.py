@@ -27,7 +27,7 @@ body. The client side is HTTPClient, in client.py.
 Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 """
 import asyncio, base64, collections, contextlib, errno, functools, resource, secrets, signal, sys
-import time
+import os, time
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 
@@ -45,6 +45,9 @@ WRITE_TIMEOUT = 30.0  # seconds a peer may leave our writes unread before its co
 SHUTDOWN_GRACE = 5.0  # seconds the calls in flight get to finish after SIGTERM or SIGINT
 KEEPALIVE_INTERVAL = 15.0  # a quiet SSE stream sends a comment this often, so proxies keep it open
 MAX_SESSIONS = 10_000  # legacy sessions kept at most; the least recently used one goes first
+# Behind a load balancer, MCP_INSTANCE names this process: its legacy session ids start with that
+# name and a dot, so the proxy can send each session to the process that holds it in memory.
+INSTANCE = os.environ.get("MCP_INSTANCE", "")
 HEADER_MISMATCH = -32020
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
@@ -177,6 +180,8 @@ class HTTPTransport:
         try:
             if not (str(port).isdigit() and len(str(port)) < 6):
                 raise ValueError("a port is a number from 0 to 65535")
+            if INSTANCE and not (INSTANCE.isascii() and INSTANCE.isalnum()):
+                raise ValueError("MCP_INSTANCE may hold only letters and digits")
             listener = await self.start(host, int(port))
         except (OSError, OverflowError, ValueError) as e:  # ValueError too: a host IDNA refuses
             reason = "the port is in use" if getattr(e, "errno", 0) == errno.EADDRINUSE else e
@@ -369,7 +374,8 @@ class HTTPTransport:
         O(1), as the front of the OrderedDict is always that one."""
         if len(self.sessions) >= MAX_SESSIONS:
             self.sessions.popitem(last=False)
-        session_id = secrets.token_urlsafe(32)  # visible ASCII, as the spec wants
+        prefix = f"{INSTANCE}." if INSTANCE else ""  # the process's name, for a proxy
+        session_id = prefix + secrets.token_urlsafe(32)  # visible ASCII, as the spec wants
         self.sessions[session_id] = session
         return session_id
 
