@@ -123,10 +123,22 @@ class ResourceServer:
 
     def same_caller(self, identity, other):
         """Whether two identities are the same principal: a legacy session stays with the
-        subject and client that opened it, across a refreshed token."""
-        principal = ("subject", "client_id")
-        return [(identity or {}).get(key) for key in principal] == [
-            (other or {}).get(key) for key in principal]
+        subject that opened it, across a refreshed token."""
+        return (identity or {}).get("subject") == (other or {}).get("subject")
+
+
+def from_flags(token_file=None, introspection_url=None, resource=None, authorization_servers=(),
+               client_id=None, client_secret=None):
+    """A ResourceServer from a command line's settings (server.py --token-file FILE, or
+    --introspection-url URL with --authorization-server URL). ValueError, one line, for a
+    combination that cannot work."""
+    if bool(token_file) == bool(introspection_url):
+        raise ValueError("give one token check: --token-file FILE or --introspection-url URL")
+    if introspection_url and not authorization_servers:
+        raise ValueError("--introspection-url needs --authorization-server URL, the token issuer")
+    check = (token_file_check(token_file) if token_file else
+             introspection_check(introspection_url, resource, client_id, client_secret))
+    return ResourceServer(check, resource, authorization_servers)
 
 
 # --- The two token checks that ship: a file of tokens, and introspection (RFC 7662) ---
@@ -165,20 +177,13 @@ def token_file_check(path, scopes=()):
     return check
 
 
-class NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect would send the token on to another address: it is an error instead."""
-
-    def redirect_request(self, *args):
-        return None
-
-
 def introspection_check(url, resource, client_id=None, client_secret=None,
                         timeout=INTROSPECTION_TIMEOUT, cache_seconds=INTROSPECTION_CACHE_SECONDS):
     """A check that asks the authorization server (RFC 7662): POST token=... to `url`, as the
     client `client_id` (HTTP Basic, RFC 6749 2.3.1) if given. A token counts if the answer says
     "active": true and its "aud" names `resource` (RFC 8707: issued for this server). Answers,
     yes or no, are kept for `cache_seconds`. A slow, large or failed answer raises (503)."""
-    resource, opener = checked_url(resource, "resource"), urllib.request.build_opener(NoRedirects)
+    resource = checked_url(resource, "resource")
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
     checked_url(url, "introspection URL", tokens_go_there=True)
     if client_id is not None:
@@ -192,7 +197,9 @@ def introspection_check(url, resource, client_id=None, client_secret=None,
         if time.monotonic() < until:
             return identity
         form = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"})
-        with opener.open(urllib.request.Request(url, form.encode(), headers), timeout=timeout) as r:
+        # A redirect never takes the token along: urllib follows one of a POST as a bare GET.
+        request = urllib.request.Request(url, form.encode(), headers)
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             body = r.read(MAX_INTROSPECTION_BYTES + 1)
         if len(body) > MAX_INTROSPECTION_BYTES:
             raise ValueError(f"the introspection answer is over {MAX_INTROSPECTION_BYTES} bytes")
@@ -208,14 +215,11 @@ def introspection_check(url, resource, client_id=None, client_secret=None,
 def introspected_identity(answer, resource):
     """RFC 7662, 2.2: an answer -> the identity, or None: not active, for another audience, or
     with no subject to bind a session to."""
-    audience = answer.get("aud")
-    audiences = audience if isinstance(audience, list) else [audience]
+    audience, scope, expires_at = answer.get("aud"), answer.get("scope"), answer.get("exp")
     subject = answer.get("sub", answer.get("client_id"))
-    expires_at = answer.get("exp")
-    if answer.get("active") is not True or resource.rstrip("/") not in [
-            a.rstrip("/") for a in audiences if isinstance(a, str)] or not isinstance(subject, str):
+    for_us = resource in (audience if isinstance(audience, list) else [audience])
+    if answer.get("active") is not True or not for_us or not isinstance(subject, str):
         return None
-    scope = answer.get("scope")
     return {"subject": subject, "scopes": scope.split() if isinstance(scope, str) else [],
             "expires_at": expires_at if isinstance(expires_at, (int, float)) else None,
             "client_id": answer.get("client_id"), "audience": resource}
