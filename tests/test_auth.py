@@ -313,7 +313,7 @@ class AuthorizationServer:
     def __init__(self):
         self.tokens = {}  # access token -> its introspection answer
         self.codes, self.clients = {}, {}
-        self.introspected, self.delay, self.padding = [], 0.0, 0
+        self.introspected, self.delay, self.padding, self.jwks = [], 0.0, 0, {"keys": []}
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -334,6 +334,8 @@ class AuthorizationServer:
                 path, _, query = self.path.partition("?")
                 if path == "/.well-known/oauth-authorization-server":
                     return self.reply(200, owner.metadata())
+                if path == "/jwks.json":  # the keys that sign JWT access tokens
+                    return self.reply(200, owner.jwks)
                 if path == "/authorize":
                     return self.reply(302, location=owner.authorize(dict(
                         urllib.parse.parse_qsl(query))))
@@ -478,6 +480,54 @@ def test_introspection_end_to_end_over_http(authorization_server):
     assert statuses == {"good": "HTTP/1.1 200 OK", "narrow": "HTTP/1.1 403 Forbidden",
                         "expired": "HTTP/1.1 401 Unauthorized",
                         "elsewhere": "HTTP/1.1 401 Unauthorized"}
+
+
+def test_the_readmes_jwt_check(authorization_server):
+    # The README's few lines: a JWT access token checked with PyJWT, keys from the issuer's JWKS.
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    signing_key, other_key = (rsa.generate_private_key(public_exponent=65537, key_size=2048)
+                              for _ in range(2))
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(signing_key.public_key()))
+    authorization_server.jwks = {"keys": [{**public, "kid": "k1", "use": "sig"}]}
+    ISSUER = authorization_server.issuer  # noqa: N806 (as the README names it)
+
+    # --- the README's text, from here ---
+    keys = jwt.PyJWKClient(ISSUER + "/jwks.json")
+
+    def check_jwt(token):
+        try:
+            key = keys.get_signing_key_from_jwt(token).key
+            claims = jwt.decode(token, key, algorithms=["RS256"], audience=RESOURCE,
+                                issuer=ISSUER, options={"require": ["exp", "sub"]})
+        except jwt.PyJWTError:
+            return None
+        return {"subject": claims["sub"], "scopes": claims.get("scope", "").split(),
+                "expires_at": claims["exp"], "client_id": claims.get("client_id")}
+    auth = mcp_auth.ResourceServer(check_jwt, RESOURCE, [ISSUER], [SCOPE])
+    # --- to here ---
+
+    def token(key=signing_key, **claims):
+        claims = {"iss": ISSUER, "sub": "carol", "aud": RESOURCE, "scope": SCOPE,
+                  "exp": int(time.time()) + 600, **claims}
+        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+
+    def status(token):
+        try:
+            return auth.authorize(f"Bearer {token}", "")["subject"]
+        except mcp_http.HTTPError as refusal:
+            return refusal.status, refusal.headers["WWW-Authenticate"].partition("error=")[2]
+    invalid = (401, '"invalid_token", error_description="the bearer token is not valid"')
+    assert status(token()) == "carol"
+    assert status(token(aud="https://other.example.com/mcp")) == invalid
+    assert status(token(iss="https://evil.example")) == invalid
+    assert status(token(exp=int(time.time()) - 60)) == invalid
+    assert status(token(key=other_key)) == invalid
+    assert status(jwt.encode({"sub": "x", "aud": RESOURCE, "iss": ISSUER}, None, "none")) == \
+        invalid
+    assert status(token(scope="mcp:read")) == (403, '"insufficient_scope", error_description='
+                                                    '"the bearer token lacks a scope this server '
+                                                    'needs"')
 
 
 # --- Interop: the official SDK's OAuth client logs in and calls a tool ---
