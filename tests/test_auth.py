@@ -5,7 +5,7 @@ any case of the scheme, the metadata documents, a session bound to its caller. T
 that ship (a token file; RFC 7662 introspection against an authorization server this file runs on
 loopback), and the official SDK's OAuth client logging in against our server through that server.
 """
-import asyncio, base64, hashlib, json, secrets, socket, subprocess, sys, threading, time
+import asyncio, base64, contextlib, hashlib, json, secrets, socket, subprocess, sys, threading, time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -320,6 +320,10 @@ class AuthorizationServer:
             def log_message(self, *args):
                 pass
 
+            def handle(self):  # a client that timed out and left: nothing to tell it
+                with contextlib.suppress(OSError):
+                    super().handle()
+
             def reply(self, status, document=None, location=None):
                 data = json.dumps(document).encode() if document is not None else b""
                 self.send_response(status)
@@ -343,6 +347,11 @@ class AuthorizationServer:
 
             def do_POST(self):
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path.startswith("/moved-"):  # /moved-307: a redirect to /introspect
+                    self.send_response(int(self.path[7:]))
+                    self.send_header("Location", "/introspect")
+                    self.send_header("Content-Length", "0")
+                    return self.end_headers()
                 if self.path == "/register":
                     return self.reply(201, owner.register(json.loads(data)))
                 form = dict(urllib.parse.parse_qsl(data.decode()))
@@ -450,6 +459,12 @@ def test_introspection_refuses_what_it_cannot_trust(authorization_server):
         authorization_server.issuer + "/introspect", RESOURCE, "resource-server", "wrong")
     with pytest.raises(OSError, match="401"):
         wrong_credentials(good)
+    for status in (302, 307):  # a redirect never takes the token along
+        moved = mcp_auth.introspection_check(authorization_server.issuer + f"/moved-{status}",
+                                             RESOURCE, "resource-server", "rs-secret")
+        with pytest.raises(OSError):
+            moved(good)
+    assert authorization_server.introspected == []
     authorization_server.padding = 70_000  # an answer over the 64 KiB bound
     with pytest.raises(ValueError, match="over 65536 bytes"):
         introspection(authorization_server)(good)
