@@ -2,8 +2,9 @@
 
 One endpoint, /mcp. The client POSTs one JSON-RPC message per HTTP request. The answer is one JSON
 object, or a short Server-Sent Events stream when the request sends notifications (progress, log
-messages) before its result. Both eras of the spec share the endpoint, and every request goes
-through the same Server.handle as on stdio:
+messages) or, in a legacy session, requests of its own (elicitation/create) before its result;
+the client POSTs its answers to those with the session's id. Both eras of the spec share the
+endpoint, and every request goes through the same Server.handle as on stdio:
 
 - 2026-07-28 (modern): stateless. Each POST stands alone. The headers MCP-Protocol-Version,
   Mcp-Method and Mcp-Name copy fields of the body, so that proxies can route without parsing JSON.
@@ -32,8 +33,9 @@ from http import HTTPStatus
 
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
                      MAX_BACKLOG, MAX_MESSAGE_BYTES, MAX_THREADS, META, METHOD_NOT_FOUND,
-                     MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, MCPError, check_request,
-                     encode, encode_reply, error_response, parse_message, valid_id)
+                     MISSING_CAPABILITY, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION,
+                     MCPError, check_request, encode, encode_reply, error_response, parse_message,
+                     valid_id)
 
 ENDPOINT = "/mcp"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the default allow-list for Host and Origin
@@ -46,7 +48,7 @@ MAX_SESSIONS = 10_000  # legacy sessions kept at most; the least recently used o
 HEADER_MISMATCH = -32020
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+                UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # Mcp-Name
 # auth: the identity that the token check (mcp_auth) returned; None without one
 Request = collections.namedtuple("Request", "method path headers body query auth",
@@ -286,7 +288,8 @@ class HTTPTransport:
         if self.auth:  # every request shows a token, before its body is read (spec: Authorization)
             auth = await asyncio.get_running_loop().run_in_executor(
                 None, self.auth.authorize, request.headers.get("authorization"), request.query)
-        # GET would open a stream for server-initiated messages; this server sends none.
+        # GET would open a stream for server-initiated messages; ours (a legacy elicitation/create)
+        # go on the stream of the call that sends them.
         if request.method not in ("POST", "DELETE"):
             raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
                             headers={"Allow": "POST, DELETE"})
@@ -333,7 +336,13 @@ class HTTPTransport:
             message = parse_message(request.body)
             request_id = message.get("id") if valid_id(message.get("id")) else None
             if "method" not in message and ("result" in message or "error" in message):
-                return await self.send(writer, 202, {})  # a response: this server asks nothing
+                # A client's answer to our request (elicitation/create, say) in a legacy session:
+                # to the call that waits for it. Any other is ignored: nobody waits for it.
+                session = {}  # no session, or another caller's (OAuth): nobody waits for it
+                with contextlib.suppress(HTTPError):
+                    session = self.legacy_session(request)
+                self.server.receive_response(message, session)
+                return await self.send(writer, 202, {})
             check_request(message)  # a request's id is checked there too
         except MCPError as e:
             raise HTTPError(400, e, request_id) from None
@@ -420,7 +429,7 @@ class HTTPTransport:
         request_id, in_flight = message["id"], session["in_flight"]
         sse = "event-stream" in request.headers.get("accept", "")
         answer = Answer(writer, self.write_timeout, sse)
-        task = asyncio.ensure_future(self.server.handle(message, answer.notify))
+        task = asyncio.ensure_future(self.server.handle(message, answer.notify, session))
         in_flight[request_id] = task  # where notifications/cancelled finds it
         task.add_done_callback(  # forget it, unless a newer request has taken its id
             lambda _: in_flight.get(request_id) is task and in_flight.pop(request_id))
@@ -471,15 +480,20 @@ class Answer:
         self.headers, self.streaming, self.behind_since = {}, False, None
 
     def notify(self, message):
-        """The send() that Server.handle gets, for notifications, as on stdio: written at once,
-        or skipped while the peer leaves MAX_BACKLOG unread (progress is a hint; the next one
+        """The send() that Server.handle gets, as on stdio, for notifications and for our
+        requests to the client (legacy elicitation/create): written at once; a notification is
+        skipped while the peer leaves MAX_BACKLOG unread (progress is a hint; the next one
         carries the latest value). A peer that stays behind for write_timeout is cut off. A
         JSON-only client never sees notifications, nor one that hung up: a legacy call runs on
-        after that, and asyncio would log each write to the closed connection."""
+        after that, and asyncio would log each write to the closed connection. A request that
+        cannot go out fails its call at once."""
         line = encode_reply(message)  # empty: JSON cannot carry it; it is dropped, not the stream
-        if not (self.sse and line) or self.writer.transport.is_closing():
+        unsent = not (self.sse and line) or self.writer.transport.is_closing()
+        if unsent and "id" in message:
+            raise ConnectionError("the client reads no SSE stream here, which a request needs")
+        if unsent:
             return
-        if self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
+        if "id" in message or self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
             self.behind_since = None
             self.writer.write(self.stream_head() + b"event: message\ndata: " + line + b"\n")
         elif self.behind_since is None:

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mcp_auth  # noqa: E402
 import mcp_http  # noqa: E402
-from mcp_min import Server  # noqa: E402
+from mcp_min import Context, Server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCE = "https://mcp.example.com/mcp"
@@ -46,6 +46,20 @@ server = Server("auth-test", "1.0")
 def echo(text: str) -> str:
     """Says the text back."""
     return text
+
+
+@server.tool()
+def whoami(ctx: Context) -> dict:
+    """The caller's identity, as the token check found it."""
+    return {"auth": ctx.auth}
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the user for a name (elicitation), then says who asked and what came back."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answer = await ctx.elicit("Your name?", schema, key="name")
+    return f"{ctx.auth['subject']} was told {answer['content']['name']}"
 
 
 def serve_in_thread(transport):
@@ -264,6 +278,89 @@ def test_settings_that_cannot_work_are_refused_when_made():
     # The metadata's address when the resource is a bare origin.
     assert mcp_auth.ResourceServer(TOKENS.get, "https://a.example").metadata_url == \
         "https://a.example/.well-known/oauth-protected-resource"
+
+
+# --- The identity reaches the tools (ctx.auth), and what is bound to it ---
+
+def tool_call(name, request_id=1, capabilities=None, **params):
+    """A 2026-07-28 tools/call and its headers."""
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": capabilities or {}}
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}, "_meta": meta, **params}}
+    return [("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", name)], json.dumps(body).encode()
+
+
+def test_tools_see_the_callers_identity_as_ctx_auth(guarded):
+    headers, body = tool_call("whoami")
+    status, _, answer = raw(guarded.port, "POST", "/mcp", headers + [
+        ("Authorization", "Bearer alice-token")], body)
+    assert status == "HTTP/1.1 200 OK"
+    assert json.loads(answer)["result"]["structuredContent"] == {"auth": ALICE}
+    # Legacy: the session's identity is the newest token's (here with fewer scopes).
+    session_id = initialize(guarded.port)
+    legacy = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": {"name": "whoami", "arguments": {}}}).encode()
+    status, _, answer = raw(guarded.port, "POST", "/mcp", [
+        ("Mcp-Session-Id", session_id), ("Authorization", "Bearer alice-refreshed")], legacy)
+    assert json.loads(answer)["result"]["structuredContent"] == {
+        "auth": TOKENS["alice-refreshed"]}
+
+
+def test_another_callers_retry_with_my_request_state_is_refused(guarded):
+    # 2026-07-28: the question comes back as input_required with a sealed requestState, bound to
+    # the subject that asked. Bob's retry with Alice's state is refused; Alice's goes through.
+    capabilities = {"elicitation": {}}
+    headers, body = tool_call("ask_name", capabilities=capabilities)
+    status, _, answer = raw(guarded.port, "POST", "/mcp", headers + [
+        ("Authorization", "Bearer alice-token")], body)
+    result = json.loads(answer)["result"]
+    assert status == "HTTP/1.1 200 OK" and result["resultType"] == "input_required"
+    answers = {"name": {"action": "accept", "content": {"name": "Bo"}}}
+    headers, retry = tool_call("ask_name", 2, capabilities, inputResponses=answers,
+                               requestState=result["requestState"])
+    status, _, answer = raw(guarded.port, "POST", "/mcp", headers + [
+        ("Authorization", "Bearer bob-token")], retry)
+    assert (status, json.loads(answer)["error"]) == ("HTTP/1.1 400 Bad Request", {
+        "code": -32602, "message": "Invalid params: invalid, expired or misplaced requestState"})
+    status, _, answer = raw(guarded.port, "POST", "/mcp", headers + [
+        ("Authorization", "Bearer alice-refreshed")], retry)  # the same subject, a new token
+    assert json.loads(answer)["result"]["content"][0]["text"] == "alice was told Bo"
+
+
+def test_another_callers_answer_to_my_legacy_question_goes_nowhere(guarded):
+    # Legacy: elicitation/create goes out on Alice's call's SSE stream. Bob, with his own valid
+    # token and Alice's session id, POSTs an answer: 202, and it reaches nobody. Alice's does.
+    body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"}}}).encode()
+    alice = ("Authorization", "Bearer alice-token")
+    status, lines, _ = raw(guarded.port, "POST", "/mcp", [alice], body)
+    session = ("Mcp-Session-Id", header(lines, "Mcp-Session-Id"))
+    call = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "ask_name", "arguments": {}}}).encode()
+    connection = socket.create_connection(("127.0.0.1", guarded.port), timeout=10)
+    connection.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{alice[0]}: {alice[1]}\r\n"
+                        f"{session[0]}: {session[1]}\r\nContent-Type: application/json\r\n"
+                        "Accept: application/json, text/event-stream\r\n"
+                        f"Content-Length: {len(call)}\r\n\r\n").encode() + call)
+    stream = connection.makefile("rb")
+    while not (line := stream.readline()).startswith(b"data:"):
+        pass
+    question = json.loads(line[5:])
+    assert question["method"] == "elicitation/create"
+
+    def answer(token, name):
+        response = json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": {
+            "action": "accept", "content": {"name": name}}}).encode()
+        return raw(guarded.port, "POST", "/mcp", [session, ("Authorization", f"Bearer {token}")],
+                   response)[0]
+    assert answer("bob-token", "Mallory") == "HTTP/1.1 202 Accepted"
+    assert answer("alice-token", "Bo") == "HTTP/1.1 202 Accepted"
+    while not (line := stream.readline()).startswith(b"data:"):
+        pass
+    connection.close()
+    assert json.loads(line[5:])["result"]["content"][0]["text"] == "alice was told Bo"
 
 
 # --- The token file ---
