@@ -752,3 +752,43 @@ def test_server_py_with_a_token_file(tmp_path):
     assert accepted[0] == "HTTP/1.1 200 OK"
     assert metadata == {"resource": f"http://127.0.0.1:{port}/mcp", "authorization_servers": [],
                         "bearer_methods_supported": ["header"]}
+
+
+def test_our_client_logs_in_against_our_server(authorization_server):
+    # client.py's HTTPClient with mcp_auth's OAuthClient (issue 24, part 2) against this server;
+    # checked on a merge of both halves. A checkout with only this half skips it.
+    if not hasattr(mcp_auth, "OAuthClient"):
+        pytest.skip("the client half of mcp_auth (issue 24, part 2) is not in this checkout")
+    import urllib.error
+    import urllib.request
+    from client import HTTPClient
+    transport = mcp_http.HTTPTransport(server)
+    port, stop = serve_in_thread(transport)
+    resource = f"http://127.0.0.1:{port}/mcp"
+    check = introspection(authorization_server, resource=resource)
+    transport.auth = mcp_auth.ResourceServer(check, resource, [authorization_server.issuer],
+                                             [SCOPE])
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+
+    def approve(url, redirect_uri):  # the user's part: this authorization server approves at once
+        try:
+            urllib.request.build_opener(Stay).open(url, timeout=10)
+        except urllib.error.HTTPError as redirect:
+            return redirect.headers["Location"]
+
+    async def main():
+        logged = []
+        oauth = mcp_auth.OAuthClient(on_authorize=approve, log=logged.append)
+        async with HTTPClient(resource, auth=oauth) as client:
+            return await client.call_tool("whoami", {}), logged
+    try:
+        result, logged = asyncio.run(main())
+    finally:
+        stop()
+    identity = result["structuredContent"]["auth"]
+    assert identity["subject"] == "user-1" and identity["scopes"] == [SCOPE]
+    assert identity["audience"] == resource
+    assert logged[0] == f"{resource} asks for a login (HTTP 401); finding its metadata"
