@@ -59,7 +59,7 @@ class ResourceServer:
         self.check, self.resource, self.scopes = check, checked_url(resource, "resource"), [*scopes]
         self.authorization_servers = [checked_url(url, "authorization server URL")
                                       for url in authorization_servers]
-        if not all(isinstance(scope, str) and SCOPE_TOKEN.fullmatch(scope) for scope in scopes):
+        if not all(isinstance(each, str) and SCOPE_TOKEN.fullmatch(each) for each in self.scopes):
             raise ValueError(f"a scope is visible ASCII without quotes or backslashes: {scopes!r}")
         parts = urllib.parse.urlsplit(resource)
         # RFC 9728, 3.1: the well-known path goes between the host and the resource's own path.
