@@ -53,7 +53,9 @@ HEADER_MISMATCH = -32020
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                 UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # Mcp-Name
-Request = collections.namedtuple("Request", "method path headers body")
+# auth: the identity that the token check (mcp_auth) returned; None without one
+Request = collections.namedtuple("Request", "method path headers body query auth",
+                                 defaults=("", None))
 
 
 class HTTPError(Exception):
@@ -88,7 +90,8 @@ def parse_head(head):
 async def read_request(reader, check_head):
     """The request on a new connection; None if the client closed it without sending one. The
     reader's limit is MAX_HEADER_BYTES, so a longer head raises LimitOverrunError. Before the body
-    is read, check_head(request without its body, HTTP version) may refuse the request."""
+    is read, check_head(request without its body, HTTP version) may refuse the request; what it
+    returns is the request's auth."""
     try:
         request_line, headers = parse_head(await reader.readuntil(b"\r\n\r\n"))
     except asyncio.IncompleteReadError as eof:
@@ -106,9 +109,10 @@ async def read_request(reader, check_head):
     # Refused before reading, so it never fills memory; int() of thousands of digits would raise.
     if len(length) > len(str(MAX_MESSAGE_BYTES)) or int(length) > MAX_MESSAGE_BYTES:
         raise HTTPError(413, f"the body is larger than {MAX_MESSAGE_BYTES} bytes")
-    request = Request(method, target.partition("?")[0], headers, b"")
-    await check_head(request, version)
-    return request._replace(body=await reader.readexactly(int(length)))
+    path, _, query = target.partition("?")
+    request = Request(method, path, headers, b"", query)
+    auth = await check_head(request, version)
+    return request._replace(body=await reader.readexactly(int(length)), auth=auth)
 
 
 def http_head(status, headers):
@@ -136,8 +140,8 @@ async def write(writer, data, timeout):
 
 def serve(server, host="127.0.0.1", port=8000, grace=SHUTDOWN_GRACE, **options):
     """Serve until SIGTERM or SIGINT, then stop gracefully (HTTPTransport.shutdown). The options
-    (allowed_hosts, request_timeout, write_timeout, max_connections) go to HTTPTransport. A port in
-    use, an invalid port or host: one line on stderr and exit status 1."""
+    (allowed_hosts, request_timeout, write_timeout, max_connections, auth) go to HTTPTransport. A
+    port in use, an invalid port or host: one line on stderr and exit status 1."""
     try:
         loop = asyncio.new_event_loop()  # closed by hand, as on stdio: see mcp_min's Server.run
         loop.set_default_executor(ThreadPoolExecutor(MAX_THREADS))  # as many tool threads too
@@ -156,11 +160,13 @@ def default_max_connections():
 
 class HTTPTransport:
     def __init__(self, server, allowed_hosts=LOCAL_HOSTS, request_timeout=REQUEST_TIMEOUT,
-                 write_timeout=WRITE_TIMEOUT, max_connections=None):
+                 write_timeout=WRITE_TIMEOUT, max_connections=None, auth=None):
         """allowed_hosts: the host names that Host and Origin may name (any port). Behind a proxy,
         list the public names, or pass ["*"] if the proxy checks them. max_connections: open
-        connections served at once (default_max_connections() if None); more are refused, 503."""
-        self.server, self.request_timeout = server, request_timeout
+        connections served at once (default_max_connections() if None); more are refused, 503.
+        auth: an mcp_auth.ResourceServer, which asks every request for an OAuth bearer token
+        and serves the metadata that says where to get one; None: no tokens (localhost only)."""
+        self.server, self.request_timeout, self.auth = server, request_timeout, auth
         self.write_timeout = write_timeout
         self.allowed_hosts = {name.lower() for name in allowed_hosts}
         self.max_connections = max_connections or default_max_connections()
@@ -279,8 +285,14 @@ class HTTPTransport:
         waiting for the body, else a client that expects 100-continue is told to send it (RFC
         9110, 10.1.1; curl waits a second for that before it sends anyway)."""
         self.check_host_and_origin(request.headers)
+        if self.auth and request.method == "GET" and request.path in self.auth.metadata_paths:
+            return None  # Protected Resource Metadata: public, served by respond()
         if request.path != ENDPOINT:
             raise HTTPError(404, f"the MCP endpoint is {ENDPOINT}")
+        auth = None
+        if self.auth:  # every request shows a token, before its body is read (spec: Authorization)
+            auth = await asyncio.get_running_loop().run_in_executor(
+                None, self.auth.authorize, request.headers.get("authorization"), request.query)
         # GET would open a stream for server-initiated messages; ours (a legacy elicitation/create)
         # go on the stream of the call that sends them.
         if request.method not in ("POST", "DELETE"):
@@ -292,12 +304,16 @@ class HTTPTransport:
         expect = request.headers.get("expect", "").lower()
         if version == "HTTP/1.1" and expect == "100-continue":  # HTTP/1.0: ignored (RFC 9110)
             await write(writer, b"HTTP/1.1 100 Continue\r\n\r\n", self.write_timeout)
+        return auth
 
     async def respond(self, reader, writer, request):
         if request.method == "POST":
             return await self.post(reader, writer, request)
+        if request.path != ENDPOINT:  # RFC 9728: where the authorization servers are
+            return await self.send(writer, 200, {"Content-Type": "application/json"},
+                                   encode(self.auth.metadata))
         # DELETE ends a legacy session, and the requests it runs
-        for task in self.legacy_session(request.headers)["in_flight"].values():
+        for task in self.legacy_session(request)["in_flight"].values():
             task.cancel()
         del self.sessions[request.headers["mcp-session-id"]]
         await self.send(writer, 200, {})
@@ -327,8 +343,10 @@ class HTTPTransport:
             if "method" not in message and ("result" in message or "error" in message):
                 # A client's answer to our request (elicitation/create, say) in a legacy session:
                 # to the call that waits for it. Any other is ignored: nobody waits for it.
-                session = self.sessions.get(headers.get("mcp-session-id"))
-                self.server.receive_response(message, session or {})
+                session = {}  # no session, or another caller's (OAuth): nobody waits for it
+                with contextlib.suppress(HTTPError):
+                    session = self.legacy_session(request)
+                self.server.receive_response(message, session)
                 return await self.send(writer, 202, {})
             check_request(message)  # a request's id is checked there too
         except MCPError as e:
@@ -342,15 +360,15 @@ class HTTPTransport:
             raise HTTPError(400, f"MCP-Protocol-Version {version!r} is not one of {known}")
         opens_session = not modern and request_id is not None and message["method"] == "initialize"
         if not modern and not opens_session:
-            session = self.legacy_session(headers)
+            session = self.legacy_session(request)
         if request_id is None:  # a notification: notifications/cancelled stops a legacy request
             if not modern:
                 self.server.handle_notification(message, session)
             return await self.send(writer, 202, {})
         if modern:
             self.check_modern_request(message, headers)
-        if modern or opens_session:
-            session = {"in_flight": {}}  # modern: the request's own, forgotten afterwards
+        if modern or opens_session:  # modern: the request's own, forgotten afterwards
+            session = {"in_flight": {}, "auth": request.auth}
         if request_id in session["in_flight"]:  # as on stdio: the running call stays cancellable
             error = MCPError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is in use")
             raise HTTPError(400, error, request_id)
@@ -358,15 +376,21 @@ class HTTPTransport:
 
     # --- Legacy sessions, 2025-03-26 ... 2025-11-25 (spec 2025-11-25: Session Management) ---
 
-    def legacy_session(self, headers):
-        session_id = headers.get("mcp-session-id")
+    def legacy_session(self, request):
+        """The session that the request's Mcp-Session-Id names. With OAuth, it stays its
+        opener's: another caller's token with that id finds no session (spec: Security Best
+        Practices, session hijacking), and its tools see the newest token's identity."""
+        session_id = request.headers.get("mcp-session-id")
         if session_id is None:
             raise HTTPError(400, "an Mcp-Session-Id header is required: send initialize first "
                                  "(or use protocol 2026-07-28, which needs no session)")
-        if session_id not in self.sessions:  # the client must start over with a new initialize
+        session = self.sessions.get(session_id)
+        theirs = session and self.auth and not self.auth.same_caller(session["auth"], request.auth)
+        if session is None or theirs:  # the client must start over with a new initialize
             raise HTTPError(404, "unknown or ended session; send initialize again")
         self.sessions.move_to_end(session_id)  # the least recently used session stays in front
-        return self.sessions[session_id]
+        session["auth"] = request.auth
+        return session
 
     def open_session(self, session):
         """Keep the session of a successful initialize under a new, unguessable id. Clients that

@@ -3,6 +3,8 @@ server.py - an MCP server that lets a language model search a folder of document
 
     python index_build.py [--docs DIR --name NAME --description TEXT]   # make index: docs/
     python server.py [--index index] [--docs DIR] [--http [PORT]]
+    python server.py --http PORT --token-file FILE | --introspection-url URL
+                     [--resource URL] [--authorization-server URL]   # OAuth: mcp_auth.py
 
 It speaks MCP over stdio (through mcp_min): a client starts it as a subprocess, writes
 JSON-RPC requests to its stdin and reads the answers from its stdout. So stdout is the
@@ -40,6 +42,8 @@ Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU thread
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
 accepts, in bursts of up to twice that (0 = no limit). Both take a finite number 0 or
 above (threads: a whole one); anything else stops the server at startup with one line.
+With --introspection-url, RAG_INTROSPECTION_CLIENT_ID and RAG_INTROSPECTION_SECRET are the
+credentials this server shows the authorization server (HTTP Basic), if it asks for any.
 """
 
 import argparse
@@ -500,6 +504,19 @@ def number_setting(name, default, whole=False):
     return int(number) if whole else number
 
 
+def token_check(args):
+    """--http's OAuth settings -> an mcp_auth.ResourceServer; None without them (stdio: never)."""
+    if not any((args.token_file, args.introspection_url, args.resource, args.authorization_server)):
+        return None
+    if args.http is None:
+        raise SettingError("OAuth flags such as --token-file need --http: stdio takes no tokens")
+    import mcp_auth  # only for OAuth, as mcp_http only for --http
+    resource = args.resource or f"http://{args.host}:{args.http}/mcp"
+    secrets = [os.environ.get(f"RAG_INTROSPECTION_{key}") for key in ("CLIENT_ID", "SECRET")]
+    return mcp_auth.from_flags(args.token_file, args.introspection_url, resource,
+                               args.authorization_server or [], *secrets)
+
+
 def check_folders(index, docs):
     """SettingError for an --index or --docs that no build can mend. A missing index folder is
     fine (each tool says how to build it), but with these every call would advise a build that
@@ -538,13 +555,18 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind")
     parser.add_argument("--allow-host", action="append", metavar="NAME",
                         help="with --http: another host name clients may use; repeatable")
+    parser.add_argument("--token-file", metavar="FILE", help="with --http: the tokens it takes")
+    parser.add_argument("--introspection-url", metavar="URL", help="or: ask there (RFC 7662)")
+    parser.add_argument("--resource", metavar="URL", help="its URL for clients (HOST:PORT/mcp)")
+    parser.add_argument("--authorization-server", action="append", help="the token issuer(s)")
     args = parser.parse_args(argv)
 
     try:
         check_folders(args.index, args.docs)
         rate = number_setting("RAG_RATE_LIMIT", DEFAULT_RATE_LIMIT)
         threads = number_setting("RAG_TORCH_THREADS", DEFAULT_TORCH_THREADS, whole=True)
-    except SettingError as e:
+        auth = token_check(args)
+    except (SettingError, ValueError) as e:  # ValueError: from mcp_auth, one line too
         log(f"error: {e}")
         sys.exit(2)
     global library, rate_limit
@@ -560,7 +582,7 @@ def main(argv=None):
     if args.http is not None:  # mcp_http.py logs the URL it serves
         allowed = ["localhost", "127.0.0.1", "[::1]", *(args.allow_host or [])]
         import mcp_http  # Streamable HTTP only when asked for: the caller picks the transport
-        mcp_http.serve(server, host=args.host, port=args.http, allowed_hosts=allowed)
+        mcp_http.serve(server, host=args.host, port=args.http, allowed_hosts=allowed, auth=auth)
     else:
         server.run()
 

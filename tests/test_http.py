@@ -919,7 +919,8 @@ def test_sessions_are_evicted_least_recently_used_first(monkeypatch):
     for i in range(10_000):  # each initialize costs O(1): no scan of the sessions
         transport.open_session({"in_flight": {}})
         if i % 50 == 0:  # the active client keeps using its session
-            transport.legacy_session({"mcp-session-id": active})
+            request = mcp_http.Request("POST", "/mcp", {"mcp-session-id": active}, b"")
+            transport.legacy_session(request)
     assert len(transport.sessions) == 100 and active in transport.sessions
 
 
