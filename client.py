@@ -37,6 +37,7 @@ import argparse, asyncio, contextlib, functools, itertools, json, os, re, signal
 import urllib.parse
 from pathlib import Path
 
+import mcp_auth  # the HTTP client's login, when a server asks for one (spec: Authorization)
 import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
 
 from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND,
@@ -382,8 +383,10 @@ class HTTPClient(Client):
     own POST on a new connection. Answers and progress reach the waiting request as on stdio. A
     reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only."""
 
-    def __init__(self, url, **options):
+    def __init__(self, url, auth=None, **options):
         super().__init__(url, **options)
+        # auth: an mcp_auth.OAuthClient; None: the default one (a browser login); False: none
+        self.auth = mcp_auth.OAuthClient() if auth is None else auth or None
         try:
             self.url = urllib.parse.urlsplit(url)
             self.port = self.url.port or (443 if self.url.scheme == "https" else 80)
@@ -446,12 +449,8 @@ class HTTPClient(Client):
         method, headers, body = "POST", self.headers_for(message), encode(message)
         try:
             for _ in range(1 + RESUME_TRIES):
-                reader, writer = await asyncio.open_connection(
-                    self.url.hostname, self.port, ssl=self.url.scheme == "https",
-                    limit=mcp_http.MAX_HEADER_BYTES)
+                reader, writer, status, got = await self.send_http(method, headers, body)
                 try:
-                    status, got = await http_request(reader, writer, self.url, method, headers,
-                                                     body)
                     if status == 404 and session_id and request_id is not None and retry:
                         await self.new_session(session_id)  # the spec: that session is gone
                         return await self.post(message, retry=False)
@@ -473,6 +472,34 @@ class HTTPClient(Client):
             if future and not future.done():  # our ConnectionErrors say what is wrong already
                 ours = type(e) is ConnectionError
                 future.set_exception(e if ours else ConnectionError(f"HTTP request failed: {e}"))
+
+    async def send_http(self, method, headers, body=b""):
+        """Every HTTP request of this client goes out here, each on a new connection. Returns the
+        reader and writer (the caller closes it), and the response's status and headers.
+
+        Spec: Authorization. With auth, each request carries the bearer token; a 401, or a 403
+        with insufficient_scope, runs the login flow of mcp_auth, and the request goes again, at
+        most MAX_LOGINS times."""
+        for attempt in range(mcp_auth.MAX_LOGINS + 1):
+            sent = await self.auth.authorization() if self.auth else {}
+            reader, writer = await asyncio.open_connection(
+                self.url.hostname, self.port, ssl=self.url.scheme == "https",
+                limit=mcp_http.MAX_HEADER_BYTES)
+            try:
+                status, got = await http_request(reader, writer, self.url, method,
+                                                 {**headers, **sent}, body)
+            except BaseException:
+                writer.close()
+                raise
+            challenge = got.get("www-authenticate", "")
+            refused = status == 401 or status == 403 and "insufficient_scope" in challenge
+            if not (self.auth and refused):
+                return reader, writer, status, got
+            writer.close()
+            if attempt < mcp_auth.MAX_LOGINS:
+                await self.auth.challenged(self.url.geturl(), status, challenge, sent)
+        raise mcp_auth.AuthError(f"{self.url.geturl()} refuses every token: gave up after "
+                                 f"{mcp_auth.MAX_LOGINS} logins")
 
     async def read_reply(self, reader, headers, status, request_id, stream):
         """Hand each message of a reply to receive(); True once nothing more is owed: the answer

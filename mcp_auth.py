@@ -15,3 +15,386 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/authorizati
 
 
 # === 2. The client: the authorization flow (spec: Authorization, "Authorization Flow Steps") ===
+#
+# HTTPClient (client.py) holds one OAuthClient. Before each request it asks authorization() for
+# the Authorization header; after a 401, or a 403 with error="insufficient_scope", it calls
+# challenged() and sends the request again. challenged() runs the flow the spec describes, in a
+# worker thread (each step is a blocking HTTP call, bounded in time and size):
+#   discovery: the resource's metadata (RFC 9728), then its authorization server's (RFC 8414);
+#   registration: pre-registered credentials, a Client ID Metadata Document, or dynamic (RFC 7591);
+#   the user's part: on_authorize(url, redirect_uri) -> the URL the browser was sent back to;
+#   the token request (PKCE S256, RFC 8707 resource), then refresh and step-up as needed.
+
+import asyncio, base64, hashlib, http.client, http.server, json, os, re, secrets, sys, time
+import urllib.parse, webbrowser
+
+MAX_AUTH_BYTES = 1_000_000  # of any metadata, registration or token response: small JSON
+AUTH_TIMEOUT = 30  # seconds for each HTTP call of the flow
+LOGIN_TIMEOUT = 300  # seconds the default login waits for the browser to come back
+MAX_LOGINS = 3  # logins for one request (a 401, then step-ups), then it fails
+REFRESH_EARLY = 60  # seconds before it expires, a token with a refresh token is refreshed
+DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class AuthError(ConnectionError):
+    """The login failed. Its message says why in one line, never with a token or a secret."""
+
+
+def fetch_json(method, url, form=None, json_body=None, headers=None):
+    """One HTTP call of the flow: (status, the JSON object it answered, or {}). Redirects are not
+    followed; the authorization server's endpoints are HTTPS, or plain HTTP on loopback only."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AuthError(f"{url[:200]!r} is not an http:// or https:// URL")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        raise AuthError(f"{url[:200]!r}: authorization needs HTTPS (plain HTTP on loopback only)")
+    headers = {"Accept": "application/json", **(headers or {})}
+    body = None
+    if form is not None:
+        body = urllib.parse.urlencode(form).encode()
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    elif json_body is not None:
+        body = json.dumps(json_body).encode()
+        headers["Content-Type"] = "application/json"
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.hostname, parts.port, timeout=AUTH_TIMEOUT)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request(method, target, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read(MAX_AUTH_BYTES + 1)
+    except (OSError, http.client.HTTPException) as e:
+        raise AuthError(f"{parts.netloc}: {type(e).__name__}: {e}") from None
+    finally:
+        connection.close()
+    if len(data) > MAX_AUTH_BYTES:
+        raise AuthError(f"{parts.netloc} answered more than {MAX_AUTH_BYTES} bytes")
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        answer = {}
+    return response.status, answer if isinstance(answer, dict) else {}
+
+
+def challenge_parameters(header):
+    """The parameters of a `WWW-Authenticate: Bearer ...` challenge, such as resource_metadata,
+    scope and error (RFC 6750 §3), quoted or not."""
+    found = re.findall(r'([\w-]+)\s*=\s*(?:"([^"]*)"|([^\s,"]+))', header[:8000])
+    return {name.lower(): quoted or bare for name, quoted, bare in found}
+
+
+def origin_and_path(url):
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+
+
+def resource_metadata(server_url, header_url):
+    """Spec: Protected Resource Metadata Discovery. The URL the challenge names first, then the
+    path-inserted well-known URL, then the root one. None when there is none (2025-03-26)."""
+    origin, path = origin_and_path(server_url)
+    urls = [header_url] if header_url else []
+    urls += [f"{origin}/.well-known/oauth-protected-resource{path}"] if path else []
+    urls += [f"{origin}/.well-known/oauth-protected-resource"]
+    for url in urls:
+        status, metadata = fetch_json("GET", url)
+        if status == 200 and metadata:
+            return metadata
+    return None
+
+
+def check_resource(resource, server_url):
+    """RFC 9728 §3.3: the metadata must be about this server: the resource it names is the
+    server's URL, or a prefix of it on a path boundary."""
+    ours, theirs = urllib.parse.urlsplit(server_url), urllib.parse.urlsplit(str(resource))
+    prefix = theirs.path.rstrip("/")
+    same_origin = (ours.scheme, ours.netloc.lower()) == (theirs.scheme, theirs.netloc.lower())
+    if not same_origin or not (ours.path == prefix or ours.path.startswith(prefix + "/")):
+        raise AuthError(f"the server's metadata is for {str(resource)[:200]!r}, not for "
+                        f"{server_url!r}: not logging in")
+
+
+def server_metadata(issuer):
+    """Spec: Authorization Server Metadata Discovery, in its order: OAuth (RFC 8414), then OpenID
+    Connect, path-inserted when the issuer has a path. The issuer it names must be exactly the one
+    its URL was built from (RFC 8414 §3.3), or it is not used. None when there is none."""
+    origin, path = origin_and_path(issuer)
+    if path:
+        urls = [f"{origin}/.well-known/oauth-authorization-server{path}",
+                f"{origin}/.well-known/openid-configuration{path}",
+                f"{origin}{path}/.well-known/openid-configuration"]
+    else:
+        urls = [f"{origin}/.well-known/oauth-authorization-server",
+                f"{origin}/.well-known/openid-configuration"]
+    for url in urls:
+        status, metadata = fetch_json("GET", url)
+        if status == 200 and metadata:
+            if metadata.get("issuer") != issuer:
+                raise AuthError(f"the metadata of {issuer!r} names another issuer, "
+                                f"{str(metadata.get('issuer'))[:200]!r}: not using it")
+            return metadata
+    return None
+
+
+def pkce_pair():
+    """RFC 7636 with S256: a random verifier, and the challenge sent before it."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def browser_login(url, redirect_uri, timeout=LOGIN_TIMEOUT):
+    """The default user part: open `url` in a browser, and wait, `timeout` seconds at most, on the
+    loopback port of redirect_uri for the authorization server to send the browser back there.
+    Returns the URL it came back to."""
+    expected = urllib.parse.urlsplit(redirect_uri)
+    if expected.scheme != "http" or expected.hostname not in LOOPBACK or not expected.port:
+        raise AuthError(f"the browser login needs an http:// loopback redirect_uri with a port, "
+                        f"not {redirect_uri!r}")
+    landed = []
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        timeout = 10  # a connection that sends nothing cannot hold the login
+
+        def do_GET(self):
+            if urllib.parse.urlsplit(self.path).path != expected.path:
+                return self.send_error(404)
+            landed.append(f"http://{expected.netloc}{self.path}")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(b"Logged in. You can close this page.\n")
+
+        def log_message(self, *args):  # the query holds the authorization code: never logged
+            pass
+
+    try:
+        server = http.server.HTTPServer((expected.hostname, expected.port), Redirect)
+    except OSError as e:
+        raise AuthError(f"cannot wait for the login on {expected.netloc}: {e.strerror}") from None
+    print(f"mcp_auth: log in with your browser; if none opens, go to {url}", file=sys.stderr)
+    webbrowser.open(url)
+    server.timeout, deadline = 1, time.monotonic() + timeout
+    with server:
+        while not landed and time.monotonic() < deadline:
+            server.handle_request()
+    if not landed:
+        raise AuthError(f"no login within {timeout} seconds")
+    return landed[0]
+
+
+class OAuthClient:
+    """The client's side of MCP authorization, for HTTPClient(url, auth=OAuthClient(...)).
+
+    on_authorize(url, redirect_uri): the user's part; returns the URL the user's browser was sent
+      back to (it runs in a worker thread). Default: browser_login.
+    clients: pre-registered credentials, {issuer: {"client_id": ..., "client_secret": ...}}.
+    client_metadata_url: an https URL of this client's Client ID Metadata Document, used as its
+      client_id where the authorization server supports that; else dynamic registration.
+    token_file: keep registrations and tokens in this file (mode 0600) instead of in memory only.
+    log(text): what the flow does, one line at a time (default: stderr). Never a token or secret.
+    """
+
+    def __init__(self, on_authorize=None, clients=None, client_metadata_url=None,
+                 redirect_uri=DEFAULT_REDIRECT_URI, token_file=None, client_name="mcp-min",
+                 log=None):
+        self.on_authorize = on_authorize or browser_login
+        self.client_metadata_url, self.redirect_uri = client_metadata_url, redirect_uri
+        self.token_file, self.client_name = token_file, client_name
+        self.log = log or (lambda text: print(f"mcp_auth: {text}", file=sys.stderr))
+        self.store = {}  # issuer -> {"metadata", "client", "tokens": {resource: token}}
+        if token_file and os.path.exists(token_file):
+            try:
+                with open(token_file, encoding="utf-8") as file:
+                    self.store = dict(json.load(file))
+            except (OSError, ValueError, TypeError) as e:
+                self.log(f"ignoring {token_file}: {type(e).__name__}")
+        for issuer, credentials in (clients or {}).items():
+            self.store.setdefault(issuer, {})["client"] = dict(credentials)
+        self.issuer = self.resource = self.failure = None  # where the current token is from
+        self.scopes = set()  # asked for so far, for this resource; a step-up adds to them
+        self.lock = asyncio.Lock()  # one login at a time, however many requests saw the 401
+
+    def token(self):
+        return self.store.get(self.issuer, {}).get("tokens", {}).get(self.resource)
+
+    async def authorization(self):
+        """The headers that authorize the next request: {} before any login. A token about to
+        expire is refreshed first, when it came with a refresh token."""
+        token = self.token()
+        if token and token.get("refresh_token") and \
+                token.get("expires_at", float("inf")) - REFRESH_EARLY < time.time():
+            async with self.lock:
+                if token is self.token():
+                    await asyncio.to_thread(self.refresh, self.issuer, self.resource)
+        token = self.token()
+        return {"Authorization": f"Bearer {token['access_token']}"} if token else {}
+
+    async def challenged(self, server_url, status, header, sent):
+        """After a 401 or a 403 with insufficient_scope to a request that carried `sent`: get a
+        token that may pass, so the request can go again. Raises AuthError if it cannot; a failed
+        login fails every later request the same way, rather than asking the user again."""
+        async with self.lock:
+            if self.failure:
+                raise AuthError(self.failure)
+            if sent != await self.authorization():
+                return  # another request has logged in meanwhile: the new token may do
+            try:
+                await asyncio.to_thread(self.login, server_url, status,
+                                        challenge_parameters(header))
+            except AuthError as e:
+                self.failure = f"login failed: {e}"
+                raise AuthError(self.failure) from None
+
+    def login(self, server_url, status, challenge):
+        """Spec: Authorization Flow Steps, from the challenge to a token."""
+        wanted = set(challenge.get("scope", "").split())
+        if status == 403 and wanted <= self.scopes:
+            raise AuthError(f"the server refuses again for scope {' '.join(sorted(wanted))!r}, "
+                            "which was asked for already")
+        self.log(f"{server_url} asks for a login (HTTP {status}); finding its metadata")
+        described = resource_metadata(server_url, challenge.get("resource_metadata"))
+        if described:
+            check_resource(described.get("resource"), server_url)
+            resource = described["resource"]
+            issuers = [str(issuer) for issuer in described.get("authorization_servers") or []]
+            if not issuers:
+                raise AuthError("the server's metadata names no authorization server")
+            issuer = issuers[0]
+        else:  # a 2025-03-26 server: its own origin is the authorization server
+            resource, (issuer, _) = server_url, origin_and_path(server_url)
+        if (issuer, resource) != (self.issuer, self.resource):
+            self.scopes = set()
+        self.issuer, self.resource = issuer, resource
+        entry = self.store.setdefault(issuer, {})
+        if status == 401 and (self.token() or {}).get("refresh_token") and \
+                self.refresh(issuer, resource):
+            return
+        metadata = server_metadata(issuer)
+        if metadata is None and described:
+            raise AuthError(f"{issuer!r} publishes no authorization server metadata")
+        if metadata is None:  # 2025-03-26: the default endpoints at the server's origin
+            metadata = {name: f"{issuer}/{path}" for name, path in (
+                ("authorization_endpoint", "authorize"), ("token_endpoint", "token"),
+                ("registration_endpoint", "register"))}
+            metadata["code_challenge_methods_supported"] = ["S256"]
+        if "S256" not in (metadata.get("code_challenge_methods_supported") or []):
+            raise AuthError(f"{issuer!r} does not support PKCE with S256 (the spec requires it)")
+        entry["metadata"] = metadata
+        if not wanted:  # the challenge's scope, else all the resource says it supports
+            wanted = set((described or {}).get("scopes_supported") or [])
+        wanted |= self.scopes
+        if wanted and "offline_access" in (metadata.get("scopes_supported") or []):
+            wanted.add("offline_access")  # SEP-2207: a refresh token, when the server offers it
+        self.scopes = wanted
+        client = entry.get("client") or self.register(issuer, metadata)
+        self.authorize(issuer, metadata, client, resource, wanted)
+
+    def register(self, issuer, metadata):
+        """Spec: Client Registration. A Client ID Metadata Document where the server supports it,
+        else dynamic registration (RFC 7591; deprecated in 2026-07-28, still common)."""
+        if self.client_metadata_url and metadata.get("client_id_metadata_document_supported"):
+            client = {"client_id": self.client_metadata_url, "token_endpoint_auth_method": "none"}
+        elif metadata.get("registration_endpoint"):
+            self.log(f"registering with {issuer}")
+            status, client = fetch_json("POST", metadata["registration_endpoint"], json_body={
+                "client_name": self.client_name, "redirect_uris": [self.redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"], "application_type": "native"})
+            if status not in (200, 201) or not isinstance(client.get("client_id"), str):
+                raise AuthError(f"{issuer!r} refused the registration (HTTP {status})")
+        else:
+            raise AuthError(f"{issuer!r} has no registration endpoint: give this client's "
+                            "credentials for it (OAuthClient(clients=...))")
+        self.store[issuer]["client"] = client
+        return client
+
+    def authorize(self, issuer, metadata, client, resource, scopes):
+        """The authorization code grant with PKCE: the user's part, then the token request."""
+        verifier, code_challenge = pkce_pair()
+        state = secrets.token_urlsafe(24)
+        query = {"response_type": "code", "client_id": client["client_id"],
+                 "redirect_uri": self.redirect_uri, "code_challenge": code_challenge,
+                 "code_challenge_method": "S256", "state": state, "resource": resource}
+        if scopes:
+            query["scope"] = " ".join(sorted(scopes))
+        endpoint = str(metadata.get("authorization_endpoint"))
+        url = endpoint + ("&" if "?" in endpoint else "?") + urllib.parse.urlencode(query)
+        self.log(f"asking you to log in at {issuer}" + (f" for {query['scope']}" if scopes else ""))
+        landed = urllib.parse.urlsplit(str(self.on_authorize(url, self.redirect_uri)))
+        answer = dict(urllib.parse.parse_qsl(landed.query))
+        if answer.get("state") != state:
+            raise AuthError("the authorization response has the wrong state (forged?)")
+        if "error" in answer or "code" not in answer:
+            refused = answer.get("error", "no code")[:80]
+            raise AuthError(f"the authorization was refused ({refused})")
+        iss = answer.get("iss")  # RFC 9207: who sent this code, compared as a plain string
+        if iss is None and metadata.get("authorization_response_iss_parameter_supported"):
+            raise AuthError(f"{issuer!r} said it names itself in its answer (iss), and did not")
+        if iss is not None and iss != metadata.get("issuer", issuer):
+            raise AuthError(f"the authorization answer comes from {iss[:200]!r}, not {issuer!r}")
+        self.log(f"exchanging the code for a token at {issuer}")
+        self.token_request(issuer, resource, {
+            "grant_type": "authorization_code", "code": answer["code"],
+            "redirect_uri": self.redirect_uri, "code_verifier": verifier, "resource": resource})
+
+    def refresh(self, issuer, resource):
+        """A new access token from the refresh token (RFC 6749 §6). False if the server refuses."""
+        old = self.store[issuer]["tokens"][resource]
+        try:
+            self.token_request(issuer, resource, {"grant_type": "refresh_token",
+                               "refresh_token": old["refresh_token"], "resource": resource})
+        except (AuthError, KeyError):
+            return False
+        self.log(f"refreshed the token from {issuer}")
+        return True
+
+    def token_request(self, issuer, resource, form):
+        """The token endpoint, with this client's authentication method; keeps what it gives."""
+        entry = self.store[issuer]
+        client, metadata = entry.get("client") or {}, entry.get("metadata") or {}
+        supported = metadata.get("token_endpoint_auth_methods_supported") or []
+        method = client.get("token_endpoint_auth_method")
+        if not method and not client.get("client_secret"):
+            method = "none"
+        elif not method:  # RFC 8414: client_secret_basic when the server names none
+            basic = "client_secret_basic" in supported or "client_secret_post" not in supported
+            method = "client_secret_basic" if basic else "client_secret_post"
+        headers = {}
+        if method == "client_secret_basic":  # RFC 6749 §2.3.1: each part form-encoded first
+            pair = ":".join(urllib.parse.quote(client[key], safe="")
+                            for key in ("client_id", "client_secret"))
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        else:
+            form["client_id"] = client.get("client_id", "")
+            if method == "client_secret_post":
+                form["client_secret"] = client.get("client_secret", "")
+        status, answer = fetch_json("POST", str(metadata.get("token_endpoint")), form=form,
+                                    headers=headers)
+        if status != 200 or not isinstance(answer.get("access_token"), str):
+            error = str(answer.get("error", ""))[:80]
+            error = f", {error}" if error else ""
+            raise AuthError(f"{issuer!r} gave no token (HTTP {status}{error})")
+        if str(answer.get("token_type", "bearer")).lower() != "bearer":
+            raise AuthError(f"{issuer!r} gave a {str(answer.get('token_type'))[:40]} token; "
+                            "this client uses Bearer tokens only")
+        old = entry.setdefault("tokens", {}).get(resource) or {}
+        token = {"access_token": answer["access_token"]}
+        if isinstance(answer.get("refresh_token") or old.get("refresh_token"), str):
+            token["refresh_token"] = answer.get("refresh_token") or old["refresh_token"]
+        if isinstance(answer.get("expires_in"), (int, float)):
+            token["expires_at"] = time.time() + answer["expires_in"]
+        entry["tokens"][resource] = token
+        self.save()
+
+    def save(self):
+        """Into token_file, if there is one: written whole to a new file of mode 0600, then moved
+        over the old one, so that a crash never leaves half of it."""
+        if not self.token_file:
+            return
+        temporary = f"{self.token_file}.tmp"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(self.store, file)
+        os.replace(temporary, self.token_file)
