@@ -406,6 +406,19 @@ class HTTPClient(Client):
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
         return tools  # the schemas say which arguments travel as Mcp-Param headers too
 
+    async def request(self, method, params=None, timeout=None, on_progress=None):
+        """As Client.request. A request that timed out while a login ran was refused unread (a
+        401): once the login is over, it goes again, once."""
+        logins = self.auth.logins if self.auth else 0
+        try:
+            return await super().request(method, params, timeout, on_progress)
+        except TimeoutError:
+            if not self.auth or self.auth.logins == logins:
+                raise
+        async with self.auth.lock:  # held until the login is over
+            pass
+        return await super().request(method, params, timeout, on_progress)
+
     async def write(self, message):
         """Each message is its own POST, in a task of its own; a request's answer completes its
         future. A notification's POST is waited for (so `initialized` comes first), but no longer

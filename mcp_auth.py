@@ -214,6 +214,7 @@ class OAuthClient:
         self.issuer = self.resource = self.failure = None  # where the current token is from
         self.scopes = set()  # asked for so far, for this resource; a step-up adds to them
         self.lock = asyncio.Lock()  # one login at a time, however many requests saw the 401
+        self.logins = 0  # begun so far
 
     def token(self):
         return self.store.get(self.issuer, {}).get("tokens", {}).get(self.resource)
@@ -234,11 +235,16 @@ class OAuthClient:
         """After a 401 or a 403 with insufficient_scope to a request that carried `sent`: get a
         token that may pass, so the request can go again. Raises AuthError if it cannot; a failed
         login fails every later request the same way, rather than asking the user again."""
+        # Shielded: a request that times out meanwhile leaves the login (and the lock) running.
+        await asyncio.shield(self.log_in_once(server_url, status, header, sent))
+
+    async def log_in_once(self, server_url, status, header, sent):
         async with self.lock:
             if self.failure:
                 raise AuthError(self.failure)
             if sent != await self.authorization():
                 return  # another request has logged in meanwhile: the new token may do
+            self.logins += 1
             try:
                 await asyncio.to_thread(self.login, server_url, status,
                                         challenge_parameters(header))
