@@ -510,7 +510,8 @@ class HTTPClient(Client):
                 return reader, writer, status, got
             writer.close()
             if attempt < mcp_auth.MAX_LOGINS:
-                await self.auth.challenged(self.url.geturl(), status, challenge, sent)
+                await asyncio.shield(self.auth.challenged(self.url.geturl(), status, challenge,
+                                                          sent))
         raise mcp_auth.AuthError(f"{self.url.geturl()} refuses every token: gave up after "
                                  f"{mcp_auth.MAX_LOGINS} logins")
 

@@ -41,37 +41,26 @@ class AuthError(ConnectionError):
     """The login failed. Its message says why in one line, never with a token or a secret."""
 
 
-def fetch_json(method, url, form=None, json_body=None, headers=None):
+def fetch_json(method, url, body=None, headers=None):
     """One HTTP call of the flow: (status, the JSON object it answered, or {}). Redirects are not
-    followed; the authorization server's endpoints are HTTPS, or plain HTTP on loopback only."""
+    followed; the endpoints are HTTPS, or plain HTTP on loopback only."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AuthError(f"{url[:200]!r} is not an http:// or https:// URL")
-    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+    if parts.scheme not in ("http", "https") or not parts.hostname or \
+            parts.scheme == "http" and parts.hostname not in LOOPBACK:
         raise AuthError(f"{url[:200]!r}: authorization needs HTTPS (plain HTTP on loopback only)")
     headers = {"Accept": "application/json", **(headers or {})}
-    body = None
-    if form is not None:
-        body = urllib.parse.urlencode(form).encode()
-        headers["Content-Type"] = "application/x-www-form-urlencoded"
-    elif json_body is not None:
-        body = json.dumps(json_body).encode()
-        headers["Content-Type"] = "application/json"
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname, parts.port, timeout=AUTH_TIMEOUT)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    try:
+    try:  # (a connection that fails is closed when it is collected)
+        connection = kind(parts.hostname, parts.port, timeout=AUTH_TIMEOUT)
         connection.request(method, target, body=body, headers=headers)
         response = connection.getresponse()
         data = response.read(MAX_AUTH_BYTES + 1)
-    except (OSError, http.client.HTTPException) as e:
-        raise AuthError(f"{parts.netloc}: {type(e).__name__}: {e}") from None
-    finally:
         connection.close()
-    if len(data) > MAX_AUTH_BYTES:
-        raise AuthError(f"{parts.netloc} answered more than {MAX_AUTH_BYTES} bytes")
-    try:
-        answer = json.loads(data)
+    except (OSError, ValueError, http.client.HTTPException) as e:  # ValueError: a bad port
+        raise AuthError(f"{parts.netloc[:200]}: {type(e).__name__}: {e}"[:300]) from None
+    try:  # a body over MAX_AUTH_BYTES, or one that is not JSON, says nothing
+        answer = json.loads(data) if len(data) <= MAX_AUTH_BYTES else {}
     except ValueError:
         answer = {}
     return response.status, answer if isinstance(answer, dict) else {}
@@ -89,29 +78,28 @@ def origin_and_path(url):
     return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
 
 
+def first_document(urls):
+    """The first JSON object one of the URLs serves, in order; None if none does."""
+    answers = (fetch_json("GET", url) for url in urls)  # one at a time, as next() asks
+    return next((document for status, document in answers if status == 200 and document), None)
+
+
 def resource_metadata(server_url, header_url):
     """Spec: Protected Resource Metadata Discovery. The URL the challenge names first, then the
     path-inserted well-known URL, then the root one. None when there is none (2025-03-26)."""
     origin, path = origin_and_path(server_url)
     urls = [header_url] if header_url else []
     urls += [f"{origin}/.well-known/oauth-protected-resource{path}"] if path else []
-    urls += [f"{origin}/.well-known/oauth-protected-resource"]
-    for url in urls:
-        status, metadata = fetch_json("GET", url)
-        if status == 200 and metadata:
-            return metadata
-    return None
+    return first_document(urls + [f"{origin}/.well-known/oauth-protected-resource"])
 
 
 def check_resource(resource, server_url):
     """RFC 9728 §3.3: the metadata must be about this server: the resource it names is the
     server's URL, or a prefix of it on a path boundary."""
     ours, theirs = urllib.parse.urlsplit(server_url), urllib.parse.urlsplit(str(resource))
-    prefix = theirs.path.rstrip("/")
-    same_origin = (ours.scheme, ours.netloc.lower()) == (theirs.scheme, theirs.netloc.lower())
-    if not same_origin or not (ours.path == prefix or ours.path.startswith(prefix + "/")):
-        raise AuthError(f"the server's metadata is for {str(resource)[:200]!r}, not for "
-                        f"{server_url!r}: not logging in")
+    if (ours.scheme, ours.netloc.lower()) != (theirs.scheme, theirs.netloc.lower()) or \
+            not (ours.path.rstrip("/") + "/").startswith(theirs.path.rstrip("/") + "/"):
+        raise AuthError(f"the metadata is for {str(resource)[:200]!r}, not {server_url!r}")
 
 
 def server_metadata(issuer):
@@ -119,28 +107,13 @@ def server_metadata(issuer):
     Connect, path-inserted when the issuer has a path. The issuer it names must be exactly the one
     its URL was built from (RFC 8414 §3.3), or it is not used. None when there is none."""
     origin, path = origin_and_path(issuer)
-    if path:
-        urls = [f"{origin}/.well-known/oauth-authorization-server{path}",
-                f"{origin}/.well-known/openid-configuration{path}",
-                f"{origin}{path}/.well-known/openid-configuration"]
-    else:
-        urls = [f"{origin}/.well-known/oauth-authorization-server",
-                f"{origin}/.well-known/openid-configuration"]
-    for url in urls:
-        status, metadata = fetch_json("GET", url)
-        if status == 200 and metadata:
-            if metadata.get("issuer") != issuer:
-                raise AuthError(f"the metadata of {issuer!r} names another issuer, "
-                                f"{str(metadata.get('issuer'))[:200]!r}: not using it")
-            return metadata
-    return None
-
-
-def pkce_pair():
-    """RFC 7636 with S256: a random verifier, and the challenge sent before it."""
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    urls = [f"{origin}/.well-known/oauth-authorization-server{path}",
+            f"{origin}/.well-known/openid-configuration{path}"]
+    urls += [f"{origin}{path}/.well-known/openid-configuration"] if path else []
+    metadata = first_document(urls)
+    if metadata and metadata.get("issuer") != issuer:
+        raise AuthError(f"the metadata of {issuer!r} names another issuer: not using it")
+    return metadata
 
 
 def browser_login(url, redirect_uri, timeout=LOGIN_TIMEOUT):
@@ -149,21 +122,17 @@ def browser_login(url, redirect_uri, timeout=LOGIN_TIMEOUT):
     Returns the URL it came back to."""
     expected = urllib.parse.urlsplit(redirect_uri)
     if expected.scheme != "http" or expected.hostname not in LOOPBACK or not expected.port:
-        raise AuthError(f"the browser login needs an http:// loopback redirect_uri with a port, "
-                        f"not {redirect_uri!r}")
+        raise AuthError(f"the browser login needs a loopback redirect_uri, not {redirect_uri!r}")
     landed = []
 
     class Redirect(http.server.BaseHTTPRequestHandler):
         timeout = 10  # a connection that sends nothing cannot hold the login
 
-        def do_GET(self):
-            if urllib.parse.urlsplit(self.path).path != expected.path:
-                return self.send_error(404)
+        def do_GET(self):  # whatever it is, the state in it tells whether it is the answer
             landed.append(f"http://{expected.netloc}{self.path}")
             self.send_response(200)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.end_headers()
-            self.wfile.write(b"Logged in. You can close this page.\n")
+            self.wfile.write(b"You can close this page now.\n")
 
         def log_message(self, *args):  # the query holds the authorization code: never logged
             pass
@@ -196,11 +165,10 @@ class OAuthClient:
     """
 
     def __init__(self, on_authorize=None, clients=None, client_metadata_url=None,
-                 redirect_uri=DEFAULT_REDIRECT_URI, token_file=None, client_name="mcp-min",
-                 log=None):
+                 redirect_uri=DEFAULT_REDIRECT_URI, token_file=None, log=None):
         self.on_authorize = on_authorize or browser_login
         self.client_metadata_url, self.redirect_uri = client_metadata_url, redirect_uri
-        self.token_file, self.client_name = token_file, client_name
+        self.token_file = token_file
         self.log = log or (lambda text: print(f"mcp_auth: {text}", file=sys.stderr))
         self.store = {}  # issuer -> {"metadata", "client", "tokens": {resource: token}}
         if token_file and os.path.exists(token_file):
@@ -223,78 +191,68 @@ class OAuthClient:
         """The headers that authorize the next request: {} before any login. A token about to
         expire is refreshed first, when it came with a refresh token."""
         token = self.token()
-        if token and token.get("refresh_token") and \
-                token.get("expires_at", float("inf")) - REFRESH_EARLY < time.time():
+        if token and token.get("expires_at", float("inf")) - REFRESH_EARLY < time.time():
             async with self.lock:
-                if token is self.token():
-                    await asyncio.to_thread(self.refresh, self.issuer, self.resource)
+                await asyncio.to_thread(self.refresh, self.issuer, self.resource)
+        return self.header()
+
+    def header(self):
         token = self.token()
         return {"Authorization": f"Bearer {token['access_token']}"} if token else {}
 
     async def challenged(self, server_url, status, header, sent):
         """After a 401 or a 403 with insufficient_scope to a request that carried `sent`: get a
         token that may pass, so the request can go again. Raises AuthError if it cannot; a failed
-        login fails every later request the same way, rather than asking the user again."""
-        # Shielded: a request that times out meanwhile leaves the login (and the lock) running.
-        await asyncio.shield(self.log_in_once(server_url, status, header, sent))
-
-    async def log_in_once(self, server_url, status, header, sent):
+        login fails every later request the same way, rather than asking the user again. (The
+        caller shields it: a request that times out meanwhile leaves the login running.)"""
         async with self.lock:
             if self.failure:
                 raise AuthError(self.failure)
-            if sent != await self.authorization():
+            if sent != self.header():
                 return  # another request has logged in meanwhile: the new token may do
             self.logins += 1
             try:
                 await asyncio.to_thread(self.login, server_url, status,
                                         challenge_parameters(header))
-            except AuthError as e:
-                self.failure = f"login failed: {e}"
+            except Exception as e:  # anything else: an answer of a shape no spec allows
+                self.failure = f"login failed: {e if isinstance(e, AuthError) else repr(e)[:200]}"
                 raise AuthError(self.failure) from None
 
     def login(self, server_url, status, challenge):
         """Spec: Authorization Flow Steps, from the challenge to a token."""
         wanted = set(challenge.get("scope", "").split())
         if status == 403 and wanted <= self.scopes:
-            raise AuthError(f"the server refuses again for scope {' '.join(sorted(wanted))!r}, "
-                            "which was asked for already")
+            raise AuthError(f"the server still refuses for scope {' '.join(wanted)!r}, granted")
         self.log(f"{server_url} asks for a login (HTTP {status}); finding its metadata")
         described = resource_metadata(server_url, challenge.get("resource_metadata"))
         if described:
             check_resource(described.get("resource"), server_url)
             resource = described["resource"]
-            issuers = [str(issuer) for issuer in described.get("authorization_servers") or []]
-            if not issuers:
+            issuer = str((described.get("authorization_servers") or [""])[0])
+            if not issuer:
                 raise AuthError("the server's metadata names no authorization server")
-            issuer = issuers[0]
         else:  # a 2025-03-26 server: its own origin is the authorization server
             resource, (issuer, _) = server_url, origin_and_path(server_url)
-        if (issuer, resource) != (self.issuer, self.resource):
-            self.scopes = set()
         self.issuer, self.resource = issuer, resource
-        entry = self.store.setdefault(issuer, {})
-        if status == 401 and (self.token() or {}).get("refresh_token") and \
-                self.refresh(issuer, resource):
+        if status == 401 and self.refresh(issuer, resource):
             return
         metadata = server_metadata(issuer)
-        if metadata is None and described:
-            raise AuthError(f"{issuer!r} publishes no authorization server metadata")
-        if metadata is None:  # 2025-03-26: the default endpoints at the server's origin
-            metadata = {name: f"{issuer}/{path}" for name, path in (
-                ("authorization_endpoint", "authorize"), ("token_endpoint", "token"),
-                ("registration_endpoint", "register"))}
-            metadata["code_challenge_methods_supported"] = ["S256"]
-        if "S256" not in (metadata.get("code_challenge_methods_supported") or []):
-            raise AuthError(f"{issuer!r} does not support PKCE with S256 (the spec requires it)")
+        if metadata is None and not described:  # 2025-03-26: default endpoints at the origin
+            metadata = {"authorization_endpoint": f"{issuer}/authorize", "token_endpoint":
+                        f"{issuer}/token", "registration_endpoint": f"{issuer}/register",
+                        "code_challenge_methods_supported": ["S256"]}
+        if "S256" not in ((metadata or {}).get("code_challenge_methods_supported") or []):
+            raise AuthError(f"{issuer!r} has no metadata naming PKCE with S256 (the spec asks "
+                            "for both)")
+        entry = self.store.setdefault(issuer, {})
         entry["metadata"] = metadata
-        if not wanted:  # the challenge's scope, else all the resource says it supports
-            wanted = set((described or {}).get("scopes_supported") or [])
-        wanted |= self.scopes
-        if wanted and "offline_access" in (metadata.get("scopes_supported") or []):
-            wanted.add("offline_access")  # SEP-2207: a refresh token, when the server offers it
-        self.scopes = wanted
+        # The challenge's scope, else all the resource says it supports; a step-up keeps the old
+        # ones too; offline_access (a refresh token) when the server offers it (SEP-2207).
+        wanted = self.scopes | (wanted or set((described or {}).get("scopes_supported") or []))
+        offline = wanted and "offline_access" in (metadata.get("scopes_supported") or [])
+        self.scopes = wanted | ({"offline_access"} if offline else set())
         client = entry.get("client") or self.register(issuer, metadata)
-        self.authorize(issuer, metadata, client, resource, wanted)
+        self.authorize(issuer, metadata, client, resource, self.scopes)
 
     def register(self, issuer, metadata):
         """Spec: Client Registration. A Client ID Metadata Document where the server supports it,
@@ -303,91 +261,88 @@ class OAuthClient:
             client = {"client_id": self.client_metadata_url, "token_endpoint_auth_method": "none"}
         elif metadata.get("registration_endpoint"):
             self.log(f"registering with {issuer}")
-            status, client = fetch_json("POST", metadata["registration_endpoint"], json_body={
-                "client_name": self.client_name, "redirect_uris": [self.redirect_uri],
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"], "application_type": "native"})
+            wanted = {"client_name": "mcp-min", "redirect_uris": [self.redirect_uri],
+                      "grant_types": ["authorization_code", "refresh_token"],
+                      "response_types": ["code"], "application_type": "native"}
+            status, client = fetch_json("POST", metadata["registration_endpoint"],
+                                        json.dumps(wanted).encode(),
+                                        {"Content-Type": "application/json"})
             if status not in (200, 201) or not isinstance(client.get("client_id"), str):
                 raise AuthError(f"{issuer!r} refused the registration (HTTP {status})")
         else:
-            raise AuthError(f"{issuer!r} has no registration endpoint: give this client's "
-                            "credentials for it (OAuthClient(clients=...))")
+            raise AuthError(f"{issuer!r} has no registration: pass OAuthClient(clients=...)")
         self.store[issuer]["client"] = client
         return client
 
     def authorize(self, issuer, metadata, client, resource, scopes):
         """The authorization code grant with PKCE: the user's part, then the token request."""
-        verifier, code_challenge = pkce_pair()
+        verifier = secrets.token_urlsafe(48)  # PKCE (RFC 7636), S256: its hash goes first
+        digest = hashlib.sha256(verifier.encode()).digest()
+        code_challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
         state = secrets.token_urlsafe(24)
         query = {"response_type": "code", "client_id": client["client_id"],
                  "redirect_uri": self.redirect_uri, "code_challenge": code_challenge,
-                 "code_challenge_method": "S256", "state": state, "resource": resource}
-        if scopes:
-            query["scope"] = " ".join(sorted(scopes))
+                 "code_challenge_method": "S256", "state": state, "resource": resource,
+                 **({"scope": " ".join(sorted(scopes))} if scopes else {})}
         endpoint = str(metadata.get("authorization_endpoint"))
         url = endpoint + ("&" if "?" in endpoint else "?") + urllib.parse.urlencode(query)
         self.log(f"asking you to log in at {issuer}" + (f" for {query['scope']}" if scopes else ""))
         landed = urllib.parse.urlsplit(str(self.on_authorize(url, self.redirect_uri)))
         answer = dict(urllib.parse.parse_qsl(landed.query))
-        if answer.get("state") != state:
-            raise AuthError("the authorization response has the wrong state (forged?)")
-        if "error" in answer or "code" not in answer:
-            refused = answer.get("error", "no code")[:80]
-            raise AuthError(f"the authorization was refused ({refused})")
-        iss = answer.get("iss")  # RFC 9207: who sent this code, compared as a plain string
-        if iss is None and metadata.get("authorization_response_iss_parameter_supported"):
-            raise AuthError(f"{issuer!r} said it names itself in its answer (iss), and did not")
-        if iss is not None and iss != metadata.get("issuer", issuer):
-            raise AuthError(f"the authorization answer comes from {iss[:200]!r}, not {issuer!r}")
+        if answer.get("state") != state or "code" not in answer:
+            why = answer.get("error", "no code, or the wrong state")[:100]
+            raise AuthError(f"the authorization failed: {why}")
+        # RFC 9207: who sent the code, compared as a plain string; required if it said it names
+        # itself in every answer.
+        iss = answer.get("iss")
+        if (iss or metadata.get("authorization_response_iss_parameter_supported")) and \
+                iss != metadata.get("issuer", issuer):
+            raise AuthError(f"the authorization answer is from {str(iss)[:200]!r}, not {issuer!r}")
         self.log(f"exchanging the code for a token at {issuer}")
         self.token_request(issuer, resource, {
             "grant_type": "authorization_code", "code": answer["code"],
             "redirect_uri": self.redirect_uri, "code_verifier": verifier, "resource": resource})
 
     def refresh(self, issuer, resource):
-        """A new access token from the refresh token (RFC 6749 §6). False if the server refuses."""
-        old = self.store[issuer]["tokens"][resource]
+        """A new access token from the refresh token (RFC 6749 §6); False without one, or if the
+        server refuses it."""
+        old = self.store.get(issuer, {}).get("tokens", {}).get(resource) or {}
         try:
             self.token_request(issuer, resource, {"grant_type": "refresh_token",
                                "refresh_token": old["refresh_token"], "resource": resource})
-        except (AuthError, KeyError):
+        except (AuthError, KeyError, TypeError):  # KeyError, TypeError: no refresh token
             return False
-        self.log(f"refreshed the token from {issuer}")
         return True
 
     def token_request(self, issuer, resource, form):
         """The token endpoint, with this client's authentication method; keeps what it gives."""
         entry = self.store[issuer]
         client, metadata = entry.get("client") or {}, entry.get("metadata") or {}
-        supported = metadata.get("token_endpoint_auth_methods_supported") or []
+        # The method the registration named; else, with a secret, client_secret_basic (RFC 8414's
+        # default) unless the server names others only (then client_secret_post); else none.
+        basic = "client_secret_basic"
+        with_secret = basic if basic in metadata.get("token_endpoint_auth_methods_supported",
+                                                     [basic]) else "client_secret_post"
         method = client.get("token_endpoint_auth_method")
-        if not method and not client.get("client_secret"):
-            method = "none"
-        elif not method:  # RFC 8414: client_secret_basic when the server names none
-            basic = "client_secret_basic" in supported or "client_secret_post" not in supported
-            method = "client_secret_basic" if basic else "client_secret_post"
-        headers = {}
+        method = method or (with_secret if client.get("client_secret") else "none")
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
         if method == "client_secret_basic":  # RFC 6749 §2.3.1: each part form-encoded first
-            pair = ":".join(urllib.parse.quote(client[key], safe="")
+            pair = ":".join(urllib.parse.quote_plus(client[key])
                             for key in ("client_id", "client_secret"))
             headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form["client_id"] = client.get("client_id", "")
             if method == "client_secret_post":
                 form["client_secret"] = client.get("client_secret", "")
-        status, answer = fetch_json("POST", str(metadata.get("token_endpoint")), form=form,
-                                    headers=headers)
-        if status != 200 or not isinstance(answer.get("access_token"), str):
-            error = str(answer.get("error", ""))[:80]
-            error = f", {error}" if error else ""
-            raise AuthError(f"{issuer!r} gave no token (HTTP {status}{error})")
-        if str(answer.get("token_type", "bearer")).lower() != "bearer":
-            raise AuthError(f"{issuer!r} gave a {str(answer.get('token_type'))[:40]} token; "
-                            "this client uses Bearer tokens only")
+        status, answer = fetch_json("POST", str(metadata.get("token_endpoint")),
+                                    urllib.parse.urlencode(form).encode(), headers)
+        if status != 200 or str(answer.get("token_type")).lower() != "bearer" or \
+                not isinstance(answer.get("access_token"), str):
+            raise AuthError(f"{issuer!r} gave no bearer token (HTTP {status}, "
+                            f"{str(answer.get('error'))[:80]})")
         old = entry.setdefault("tokens", {}).get(resource) or {}
-        token = {"access_token": answer["access_token"]}
-        if isinstance(answer.get("refresh_token") or old.get("refresh_token"), str):
-            token["refresh_token"] = answer.get("refresh_token") or old["refresh_token"]
+        token = {"access_token": answer["access_token"],
+                 "refresh_token": answer.get("refresh_token") or old.get("refresh_token")}
         if isinstance(answer.get("expires_in"), (int, float)):
             token["expires_at"] = time.time() + answer["expires_in"]
         entry["tokens"][resource] = token
@@ -398,9 +353,8 @@ class OAuthClient:
         over the old one, so that a crash never leaves half of it."""
         if not self.token_file:
             return
-        temporary = f"{self.token_file}.tmp"
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(descriptor, 0o600)
+        descriptor = os.open(f"{self.token_file}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # if an old .tmp was there with another mode
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             json.dump(self.store, file)
-        os.replace(temporary, self.token_file)
+        os.replace(f"{self.token_file}.tmp", self.token_file)
