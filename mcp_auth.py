@@ -48,12 +48,11 @@ def fetch_json(method, url, body=None, headers=None):
     if parts.scheme not in ("http", "https") or not parts.hostname or \
             parts.scheme == "http" and parts.hostname not in LOOPBACK:
         raise AuthError(f"{url[:200]!r}: authorization needs HTTPS (plain HTTP on loopback only)")
-    headers = {"Accept": "application/json", **(headers or {})}
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:  # (a connection that fails is closed when it is collected)
         connection = kind(parts.hostname, parts.port, timeout=AUTH_TIMEOUT)
-        connection.request(method, target, body=body, headers=headers)
+        connection.request(method, target, body, {"Accept": "application/json", **(headers or {})})
         response = connection.getresponse()
         data = response.read(MAX_AUTH_BYTES + 1)
         connection.close()
@@ -251,10 +250,10 @@ class OAuthClient:
         wanted = self.scopes | (wanted or set((described or {}).get("scopes_supported") or []))
         offline = wanted and "offline_access" in (metadata.get("scopes_supported") or [])
         self.scopes = wanted | ({"offline_access"} if offline else set())
-        client = entry.get("client") or self.register(issuer, metadata)
+        client = entry.get("client") or self.register(issuer, metadata, self.scopes)
         self.authorize(issuer, metadata, client, resource, self.scopes)
 
-    def register(self, issuer, metadata):
+    def register(self, issuer, metadata, scopes):
         """Spec: Client Registration. A Client ID Metadata Document where the server supports it,
         else dynamic registration (RFC 7591; deprecated in 2026-07-28, still common)."""
         if self.client_metadata_url and metadata.get("client_id_metadata_document_supported"):
@@ -263,7 +262,8 @@ class OAuthClient:
             self.log(f"registering with {issuer}")
             wanted = {"client_name": "mcp-min", "redirect_uris": [self.redirect_uri],
                       "grant_types": ["authorization_code", "refresh_token"],
-                      "response_types": ["code"], "application_type": "native"}
+                      "response_types": ["code"], "application_type": "native",
+                      **({"scope": " ".join(sorted(scopes))} if scopes else {})}
             status, client = fetch_json("POST", metadata["registration_endpoint"],
                                         json.dumps(wanted).encode(),
                                         {"Content-Type": "application/json"})
