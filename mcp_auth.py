@@ -25,8 +25,8 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/authorizati
 #   the user's part: on_authorize(url, redirect_uri) -> the URL the browser was sent back to;
 #   the token request (PKCE S256, RFC 8707 resource), then refresh and step-up as needed.
 
-import asyncio, base64, hashlib, http.client, http.server, json, os, re, secrets, sys, time
-import urllib.parse, webbrowser
+import asyncio, base64, hashlib, http.client, http.server, json, os, re, secrets, sys
+import threading, time, urllib.parse, webbrowser
 
 MAX_AUTH_BYTES = 1_000_000  # of any metadata, registration or token response: small JSON
 AUTH_TIMEOUT = 30  # seconds for each HTTP call of the flow
@@ -65,7 +65,7 @@ def fetch_json(method, url, body=None, headers=None):
     return response.status, answer if isinstance(answer, dict) else {}
 
 
-def challenge_parameters(header):
+def parse_challenge(header):
     """The parameters of a `WWW-Authenticate: Bearer ...` challenge, such as resource_metadata,
     scope and error (RFC 6750 §3), quoted or not."""
     found = re.findall(r'([\w-]+)\s*=\s*(?:"([^"]*)"|([^\s,"]+))', header[:8000])
@@ -141,7 +141,9 @@ def browser_login(url, redirect_uri, timeout=LOGIN_TIMEOUT):
     except OSError as e:
         raise AuthError(f"cannot wait for the login on {expected.netloc}: {e.strerror}") from None
     print(f"mcp_auth: log in with your browser; if none opens, go to {url}", file=sys.stderr)
-    webbrowser.open(url)
+    # In a thread of its own: a terminal browser (BROWSER=lynx) may not return before the
+    # redirect has been served.
+    threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     server.timeout, deadline = 1, time.monotonic() + timeout
     with server:
         while not landed and time.monotonic() < deadline:
@@ -211,8 +213,7 @@ class OAuthClient:
                 return  # another request has logged in meanwhile: the new token may do
             self.logins += 1
             try:
-                await asyncio.to_thread(self.login, server_url, status,
-                                        challenge_parameters(header))
+                await asyncio.to_thread(self.login, server_url, status, parse_challenge(header))
             except Exception as e:  # anything else: an answer of a shape no spec allows
                 self.failure = f"login failed: {e if isinstance(e, AuthError) else repr(e)[:200]}"
                 raise AuthError(self.failure) from None
