@@ -33,7 +33,8 @@ is told to exit. Nothing here knows about embeddings or FAISS: all of that happe
 the other side of the pipe.
 """
 
-import argparse, asyncio, contextlib, functools, itertools, json, os, re, signal, sys, time
+import argparse, asyncio, contextlib, functools, inspect, itertools, json, os, re, signal, sys
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -46,6 +47,8 @@ from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, M
 
 OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
+MAX_INPUT_ROUNDS = 10  # input_required answers to one call (SEP-2322), at most
+MAX_TASKS = 16  # the client's own tasks at once (answers to the server): more questions declined
 
 
 class Client:
@@ -58,12 +61,16 @@ class Client:
     Also list_resources(), list_resource_templates(), read_resource(uri), list_prompts(),
     get_prompt(name, arguments) and complete(ref, argument_name, value). Results are the dicts
     as on the wire. trace(direction, line), if given, sees every line: "→" sent, "←" received.
+    on_elicit(message, requested_schema), if given, answers the server's questions (spec:
+    client/elicitation) with {"action": "accept" | "decline" | "cancel", "content": {...}}; it may
+    be sync (it runs in a thread) or async. Without it the client declares no elicitation
+    capability and declines every question.
     Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
     (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
     """
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
-                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
+                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
         self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
         self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
@@ -71,6 +78,8 @@ class Client:
         self.server_info, self.capabilities = {}, {}
         self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
+        self.on_elicit, self.tasks = on_elicit, set()  # tasks: answers to the server, its streams
+        self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
 
     async def __aenter__(self):
         await self.start()
@@ -106,8 +115,15 @@ class Client:
         if not self.legacy and await self.discover():
             return
         self.era = "legacy"
-        result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
-                                    "capabilities": {}, "clientInfo": self.client_info})
+        try:
+            result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
+                                        "capabilities": self.client_capabilities,
+                                        "clientInfo": self.client_info})
+        except MCPError as e:  # a 2026-07-28 server slower than the probe refuses the handshake
+            self.era = "modern"
+            if e.code == UNSUPPORTED_VERSION and await self.discover(self.timeout):
+                return
+            raise
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in LEGACY_VERSIONS:
             offered = f"the server offers protocol {self.protocol_version!r}"
@@ -116,12 +132,12 @@ class Client:
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
 
-    async def discover(self):
+    async def discover(self, timeout=None, retry=True):
         """True for a modern server that speaks a version of ours, False for a legacy one. A
         modern server with none of ours (-32022, or only versions newer than ours) is an MCPError:
-        falling back would not help."""
+        falling back would not help. -32022 listing a version of ours: asked again, once, in it."""
         try:
-            found = await self.request("server/discover", timeout=self.probe_timeout)
+            found = await self.request("server/discover", timeout=timeout or self.probe_timeout)
         except MCPError as e:
             if e.code != UNSUPPORTED_VERSION:  # an error a legacy server gives
                 return False
@@ -130,6 +146,9 @@ class Client:
             return False
         offered = as_list(found.get("supportedVersions", found.get("refused")))
         common = [version for version in MODERN_VERSIONS if version in offered]
+        if common and "refused" in found and retry:
+            self.protocol_version = common[-1]
+            return await self.discover(timeout, retry=False)
         if common and "refused" not in found:
             self.protocol_version = common[-1]
             self.capabilities = as_dict(found.get("capabilities"))
@@ -198,14 +217,37 @@ class Client:
         return await self.request("tools/call", params, timeout, on_progress)
 
     async def request(self, method, params=None, timeout=None, on_progress=None):
-        """Send a request and wait for its result (a dict)."""
+        """Send a request and wait for its result (a dict). A result of resultType input_required
+        (2026-07-28, SEP-2322: tools/call, prompts/get, resources/read) is not one yet: each of its
+        inputRequests goes to on_elicit, then the same request goes again under a new id, with
+        inputResponses and the requestState exactly as given. A result with requestState only
+        is asked for again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
+        retry = {}  # what the last round asked to have sent back
+        for round_number in range(MAX_INPUT_ROUNDS):
+            result = await self.send_request(method, {**(params or {}), **retry}, timeout,
+                                             on_progress)
+            if result.get("resultType") != "input_required":
+                return result
+            retry = {"requestState": result["requestState"]} if "requestState" in result else {}
+            asked = as_dict(result.get("inputRequests"))
+            if asked:
+                retry["inputResponses"] = {key: await self.elicit(as_dict(question))
+                                           for key, question in asked.items()}
+            else:  # come back later: after 0.1 s, 0.2 s, ... 5 s at most
+                await asyncio.sleep(min(0.1 * 2 ** round_number, 5.0))
+        raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
+                                       f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
+
+    async def send_request(self, method, params, timeout=None, on_progress=None):
+        """Send one request under a new id and wait for its answer."""
         if self.failure:
             raise ConnectionError(self.failure)
-        request_id, params = next(self.ids), dict(params or {})
+        request_id, params = next(self.ids), dict(params)
         meta = dict(params.get("_meta", {}))
         if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
             meta.update({META + "protocolVersion": self.protocol_version,
-                         META + "clientCapabilities": {}, META + "clientInfo": self.client_info})
+                         META + "clientCapabilities": self.client_capabilities,
+                         META + "clientInfo": self.client_info})
         if on_progress:
             meta["progressToken"], self.progress_handlers[request_id] = request_id, on_progress
         params.update({"_meta": meta} if meta else {})
@@ -258,24 +300,20 @@ class Client:
             except MCPError as e:
                 return await self.fail(f"the server wrote something other than an MCP message to "
                                        f"stdout ({e.message}): {line[:200]!r}; {logs}")
-            reply = self.on_message(message)
-            if reply:  # if the server's stdin is closed, read on: its answers, or its exit
-                with contextlib.suppress(ConnectionError):
-                    await self.write(reply)
+            self.on_message(message)
         code = await self.exited()
         how = f"exited with code {code}"
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
         await self.fail(f"the MCP server closed its stdout and {how}")
 
     def on_message(self, message):
-        """One message from the server. A response completes the request waiting on its id, and
-        progress goes to its handler. Returns the reply a request of the server's own gets: ping
-        is answered, as the spec says it MUST be; this client offers nothing else."""
+        """Every message from the server comes here, on stdio and over HTTP alike. A response
+        completes the request waiting on its id, and progress goes to its handler. A request of
+        the server's own is answered by answer(), in a task of its own: a question may wait for
+        the user while other answers come in."""
         method, request_id, params = message.get("method"), message.get("id"), message.get("params")
         if isinstance(method, str) and valid_id(request_id):  # 1e400 could not be echoed
-            error = MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
-            pong = {"jsonrpc": "2.0", "id": request_id, "result": {}}
-            return pong if method == "ping" else error_response(request_id, error)
+            return self.spawn(self.answer(message))
         params = as_dict(params)
         if method == "notifications/progress" and valid_id(params.get("progressToken")):
             handler = self.progress_handlers.get(params["progressToken"])
@@ -291,6 +329,44 @@ class Client:
         else:
             future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
                                                           f"{json.dumps(message)[:200]}"))
+
+    def spawn(self, coroutine):
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
+        task.add_done_callback(self.tasks.discard)
+
+    async def answer(self, request):
+        """The client's reply to a request of the server's: ping is answered with {}, as the spec
+        says it MUST be, and elicitation/create by elicit(); nothing else is offered."""
+        try:
+            if request["method"] not in ("ping", "elicitation/create"):
+                raise MCPError(METHOD_NOT_FOUND, f"Method not found: {request['method']}")
+            result = await self.elicit(request) if request["method"] != "ping" else {}
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        except Exception as e:  # the callback's failure is the server's answer, never ours
+            reply = error_response(request["id"], e if isinstance(e, MCPError) else MCPError(
+                INTERNAL_ERROR, f"the client's on_elicit failed: {e!r}"))
+        with contextlib.suppress(ConnectionError):  # the server is gone: nobody to tell
+            await self.write(reply)
+
+    async def elicit(self, question):
+        """The user's answer to one elicitation/create (legacy: the server's request; 2026-07-28:
+        one of inputRequests): on_elicit(message, requestedSchema), within the client's timeout.
+        Declined without a callback, for anything but a form (URL mode is not declared), and
+        while MAX_TASKS are running: a flood of questions."""
+        params = as_dict(question.get("params"))
+        asked = (question.get("method"), params.get("mode", "form"))
+        flood = len(self.tasks) > MAX_TASKS
+        if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
+            return {"action": "decline"}
+        message, schema = str(params.get("message", "")), as_dict(params.get("requestedSchema"))
+        ask = asyncio.to_thread(self.on_elicit, message, schema)  # a sync one may block: a thread
+        answer = await asyncio.wait_for(ask, self.timeout)
+        if inspect.isawaitable(answer):  # an async callback: the thread made its coroutine
+            answer = await asyncio.wait_for(answer, self.timeout)
+        if as_dict(answer).get("action") not in ("accept", "decline", "cancel"):
+            raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
+        return answer
 
     def refuse_oversized(self, head, size):
         """An answer over max_message_bytes fails only the request whose id it starts with."""
@@ -353,7 +429,7 @@ class Client:
         # The reader may be failing requests right now. A child the server left running may
         # hold its stdout or stderr open for good: then the readers are stopped here.
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
-        for task in (self.reader_task, self.stderr_task):
+        for task in (self.reader_task, self.stderr_task, *self.tasks):
             task.cancel()
         self.process._transport.close()  # our ends of its pipes: asyncio has no public way
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
@@ -394,17 +470,27 @@ class HTTPClient(Client):
             raise ValueError(f"{url!r} is not a URL ({e})") from None
         if self.url.scheme not in ("http", "https") or not self.url.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        # replies: the posts of our answers to the server's requests, held until they are done
-        self.session_id, self.posts, self.tool_schemas, self.replies = None, {}, {}, set()
+        self.session_id, self.posts, self.tool_schemas = None, {}, {}
         self.session_lock = asyncio.Lock()
 
     async def start(self):
         """Nothing to start: the server runs already, at the URL."""
 
+    async def connect(self):
+        """As on stdio; then a legacy session's standalone GET stream is opened (see get_stream),
+        and connect waits until it is, so that nothing the server sends on it is lost."""
+        await super().connect()
+        if self.era == "legacy" and self.session_id:
+            opened = asyncio.Event()
+            self.spawn(self.get_stream(opened))
+            await asyncio.wait([asyncio.ensure_future(opened.wait())], timeout=self.probe_timeout)
+
     async def list_tools(self):
-        tools = await super().list_tools()
+        """Spec 2026-07-28, Custom Headers: a tool with an invalid x-mcp-header annotation is left
+        out. The others' schemas say which arguments travel as Mcp-Param headers too."""
+        tools = [tool for tool in await super().list_tools() if not bad_header_annotation(tool)]
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
-        return tools  # the schemas say which arguments travel as Mcp-Param headers too
+        return tools
 
     async def request(self, method, params=None, timeout=None, on_progress=None):
         """As Client.request. A request that timed out while a login ran was refused unread (a
@@ -430,7 +516,8 @@ class HTTPClient(Client):
                 post.cancel()
             if self.era == "modern":
                 return
-        key = message["id"] if "id" in message else object()  # a notification: a key of its own
+        # A request's post is found by its id; a notification and a response get keys of their own.
+        key = message["id"] if "method" in message and "id" in message else object()
         task = self.posts[key] = asyncio.ensure_future(self.post(message))
         task.add_done_callback(lambda _: self.posts.pop(key, None))
         if "id" not in message:
@@ -515,6 +602,34 @@ class HTTPClient(Client):
         raise mcp_auth.AuthError(f"{self.url.geturl()} refuses every token: gave up after "
                                  f"{mcp_auth.MAX_LOGINS} logins")
 
+    async def get_stream(self, opened):
+        """Spec 2025-11-25, Listening for Messages from the Server: a legacy session's standalone
+        GET stream carries the server's own requests (ping, elicitation/create) and notifications,
+        to on_message. Each time it ends it is opened again, after its retry delay and with
+        Last-Event-ID, until RESUME_TRIES opens in a row bring no message. It stops at any status
+        but 200 (405: the server has none), for a new session, and with the client."""
+        session, stream, quiet = self.session_id, {}, 0
+        while quiet < RESUME_TRIES and self.session_id == session:
+            quiet += 1
+            resume = {"Last-Event-ID": stream["id"]} if "id" in stream else {}
+            try:
+                reader, writer, status, got = await self.send_http(
+                    "GET", {**self.headers_for({}), "Accept": "text/event-stream", **resume})
+            except OSError:  # the server is gone
+                return opened.set()
+            opened.set()  # connect() goes on
+            try:
+                async for data in reply_messages(reader, got, self.max_message_bytes, stream):
+                    quiet = 0
+                    self.receive(data, None, status)
+            except Exception:  # a stream that breaks, or is not MCP, ends as a closed one does
+                pass
+            finally:
+                writer.close()
+            if status != 200:
+                return
+            await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
+
     async def read_reply(self, reader, headers, status, request_id, stream):
         """Hand each message of a reply to receive(); True once nothing more is owed: the answer
         to request_id came, or the reply was to a notification or a response."""
@@ -546,17 +661,38 @@ class HTTPClient(Client):
             message["id"] = request_id
         if "method" not in message and message.get("id") != request_id:
             return False
-        reply = self.on_message(message)
-        if reply:  # the loop keeps only a weak reference to a task: it could vanish unsent
-            task = asyncio.ensure_future(self.post(reply))
-            self.replies.add(task)
-            task.add_done_callback(self.replies.discard)
+        self.on_message(message)
         return "method" not in message and request_id is not None
 
     async def close(self):
-        for task in list(self.posts.values()):
+        for task in [*self.posts.values(), *self.tasks]:
             task.cancel()
         self.fail_waiting("the client was closed")
+
+
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110): no space, no ":"
+
+
+def bad_header_annotation(tool):
+    """True, with a line on stderr saying why, if an x-mcp-header annotation of the tool breaks
+    the spec's rules (2026-07-28, Custom Headers): each is a header name, on a string, integer or
+    boolean property reached through "properties" keys alone, and unique ignoring case."""
+    names, schemas, problem = [], [as_dict(tool.get("inputSchema"))], None
+    while schemas and not problem:
+        for prop in map(as_dict, as_dict(schemas.pop().get("properties")).values()):
+            name, kind = prop.get("x-mcp-header"), prop.get("type")
+            if name is not None and not (isinstance(name, str) and HEADER_NAME.fullmatch(name)):
+                problem = f"x-mcp-header {name!r} is not an HTTP header name"
+            elif name is not None and kind not in ("string", "integer", "boolean"):
+                problem = f"x-mcp-header {name!r} is on a {kind}, not a string, integer or boolean"
+            names += [name.lower()] if name is not None and not problem else []
+            schemas.append(prop)
+    if not problem and len(set(names)) < len(names):
+        problem = "two x-mcp-header names are the same, ignoring case"
+    if problem:
+        name = str(tool.get("name"))[:100]
+        print(f"mcp_min client: tool {name!r} left out: its {problem}", file=sys.stderr)
+    return bool(problem)
 
 
 def too_big(size, limit):
@@ -828,11 +964,16 @@ def search_arguments(tools, question, top_k):
 
 
 def describe_arguments(input_schema):
-    """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema."""
+    """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema; a type
+    that is a list, an anyOf, or an enum: 'string | null', 'one of "a", "b"'."""
     required, parts = as_list(input_schema.get("required")), []
     for name, schema in as_dict(input_schema.get("properties")).items():
-        options = [option.get("type", "?") for option in schema.get("anyOf", [])]
-        kind = schema.get("type") or " | ".join(options)
+        schema = as_dict(schema)
+        types = schema.get("type") or [as_dict(option).get("type", "?")
+                                       for option in as_list(schema.get("anyOf"))]
+        kind = " | ".join(map(str, types)) if isinstance(types, list) else str(types)
+        if "enum" in schema:  # a string one of "a", "b"; or, without a type, just one of them
+            kind = f"{kind} one of {', '.join(map(json.dumps, as_list(schema['enum'])))}".strip()
         how = "required" if name in required else "optional"
         if "default" in schema and name not in required:
             how = f"default {json.dumps(schema['default'])}"
