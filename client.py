@@ -457,7 +457,9 @@ RETRY_MS, MAX_RETRY_MS = 1000, 10_000  # the wait before each: when the server n
 class HTTPClient(Client):
     """Client over Streamable HTTP: HTTPClient("http://127.0.0.1:8000/mcp"). Each message is its
     own POST on a new connection. Answers and progress reach the waiting request as on stdio. A
-    reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only."""
+    reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only.
+    A server that asks for a login (401) gets one: auth=mcp_auth.OAuthClient(...) says how (the
+    default opens a browser; auth=False: no login, the 401 fails the request)."""
 
     def __init__(self, url, auth=None, **options):
         super().__init__(url, **options)
