@@ -38,6 +38,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import mcp_auth  # the HTTP client's login, when a server asks for one (spec: Authorization)
 import mcp_http  # the HTTP client below uses its HTTP/1.1 helpers; stdlib only, like mcp_min
 
 from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, METHOD_NOT_FOUND,
@@ -456,10 +457,14 @@ RETRY_MS, MAX_RETRY_MS = 1000, 10_000  # the wait before each: when the server n
 class HTTPClient(Client):
     """Client over Streamable HTTP: HTTPClient("http://127.0.0.1:8000/mcp"). Each message is its
     own POST on a new connection. Answers and progress reach the waiting request as on stdio. A
-    reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only."""
+    reply (a JSON body, or one SSE event) over max_message_bytes fails its own request only.
+    A server that asks for a login (401) gets one: auth=mcp_auth.OAuthClient(...) says how (the
+    default opens a browser; auth=False: no login, the 401 fails the request)."""
 
-    def __init__(self, url, **options):
+    def __init__(self, url, auth=None, **options):
         super().__init__(url, **options)
+        # auth: an mcp_auth.OAuthClient; None: the default one (a browser login); False: none
+        self.auth = mcp_auth.OAuthClient() if auth is None else auth or None
         try:
             self.url = urllib.parse.urlsplit(url)
             self.port = self.url.port or (443 if self.url.scheme == "https" else 80)
@@ -488,6 +493,19 @@ class HTTPClient(Client):
         tools = [tool for tool in await super().list_tools() if not bad_header_annotation(tool)]
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
         return tools
+
+    async def request(self, method, params=None, timeout=None, on_progress=None):
+        """As Client.request. A request that timed out while a login ran was refused unread (a
+        401): once the login is over, it goes again, once."""
+        logins = self.auth.logins if self.auth else 0
+        try:
+            return await super().request(method, params, timeout, on_progress)
+        except TimeoutError:
+            if not self.auth or self.auth.logins == logins:
+                raise
+        async with self.auth.lock:  # held until the login is over
+            pass
+        return await super().request(method, params, timeout, on_progress)
 
     async def write(self, message):
         """Each message is its own POST, in a task of its own; a request's answer completes its
@@ -559,16 +577,32 @@ class HTTPClient(Client):
 
     async def send_http(self, method, headers, body=b""):
         """Every HTTP request of this client goes out here, each on a new connection. Returns the
-        reader and writer (the caller closes it), and the response's status and headers."""
-        reader, writer = await asyncio.open_connection(
-            self.url.hostname, self.port, ssl=self.url.scheme == "https",
-            limit=mcp_http.MAX_HEADER_BYTES)
-        try:
-            return reader, writer, *await http_request(reader, writer, self.url, method, headers,
-                                                       body)
-        except BaseException:
+        reader and writer (the caller closes it), and the response's status and headers.
+
+        Spec: Authorization. With auth, each request carries the bearer token; a 401, or a 403
+        with insufficient_scope, runs the login flow of mcp_auth, and the request goes again, at
+        most MAX_LOGINS times."""
+        for attempt in range(mcp_auth.MAX_LOGINS + 1):
+            sent = await self.auth.authorization() if self.auth else {}
+            reader, writer = await asyncio.open_connection(
+                self.url.hostname, self.port, ssl=self.url.scheme == "https",
+                limit=mcp_http.MAX_HEADER_BYTES)
+            try:
+                status, got = await http_request(reader, writer, self.url, method,
+                                                 {**headers, **sent}, body)
+            except BaseException:
+                writer.close()
+                raise
+            challenge = got.get("www-authenticate", "")
+            refused = status == 401 or status == 403 and "insufficient_scope" in challenge
+            if not (self.auth and refused):
+                return reader, writer, status, got
             writer.close()
-            raise
+            if attempt < mcp_auth.MAX_LOGINS:
+                await asyncio.shield(self.auth.challenged(self.url.geturl(), status, challenge,
+                                                          sent))
+        raise mcp_auth.AuthError(f"{self.url.geturl()} refuses every token: gave up after "
+                                 f"{mcp_auth.MAX_LOGINS} logins")
 
     async def get_stream(self, opened):
         """Spec 2025-11-25, Listening for Messages from the Server: a legacy session's standalone

@@ -12,13 +12,16 @@ is there, does what the scenario asks. Exit code 0 once it is done; the suite it
 it saw on the wire.
 """
 import asyncio
+import http.client
 import json
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import mcp_auth  # noqa: E402
 from client import HTTPClient  # noqa: E402
 
 
@@ -89,10 +92,46 @@ SCENARIOS = {  # scenario -> what it asks for once the client is connected and h
 
 
 async def run(url, scenario, context):
-    async with HTTPClient(url, timeout=20, on_elicit=accept_defaults) as client:
+    auth = auth_for(context)
+    async with HTTPClient(url, timeout=20, on_elicit=accept_defaults, auth=auth) as client:
         tools = await client.list_tools()
+        if scenario.startswith("auth/"):  # every auth/* server has one tool, behind its login
+            await call(client, "test-tool", {})
         if scenario in SCENARIOS:
             await SCENARIOS[scenario](client, tools, context)
+
+
+# --- The auth/* scenarios: the suite's mock authorization server approves at once ---
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"  # basic-cimd's
+
+
+def auth_for(context):
+    """The OAuthClient for a scenario: the user's part is done by fetching the authorization URL
+    and reading the code from where it redirects to (the mock approves without asking anyone).
+    Pre-registered credentials come from the scenario's context (auth/pre-registration)."""
+    clients = {}
+    if context.get("client_id") and context.get("issuer"):
+        clients[context["issuer"]] = {"client_id": context["client_id"],
+                                      "client_secret": context.get("client_secret")}
+    return mcp_auth.OAuthClient(on_authorize=approve, clients=clients,
+                                client_metadata_url=CLIENT_METADATA_URL,
+                                redirect_uri="http://127.0.0.1:3000/callback")
+
+
+def approve(url, redirect_uri):
+    """GET the authorization URL, not following its redirect: the Location is the answer."""
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        connection.request("GET", f"{parts.path}?{parts.query}")
+        response = connection.getresponse()
+        location = response.getheader("Location", "")
+    finally:
+        connection.close()
+    if response.status not in (302, 303) or not location.startswith(redirect_uri):
+        raise mcp_auth.AuthError(f"the authorization endpoint answered HTTP {response.status}")
+    return location
 
 
 def main():

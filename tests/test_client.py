@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, server_py_over_http
 
 PROJECT_FILES = ["client.py", "server.py", "index_build.py", "index_search.py", "mcp_min.py",
-                 "mcp_http.py"]
+                 "mcp_http.py", "mcp_auth.py"]
 
 
 def run_client(*args, timeout=180, python=sys.executable, project=ROOT):

@@ -160,3 +160,56 @@ def test_client_scenario_passes(tmp_path, scenario, spec_version):
     assert counts and "OVERALL: PASSED" in out, out[-3000:]
     passed, total, failed, warnings = map(int, counts.groups())
     assert passed == total > 0 and failed == warnings == 0, out[-3000:]
+
+
+# --- The client's authorization scenarios (auth/*), in every spec version that has them ---
+#
+# The suite runs each scenario against its own mock authorization server, which approves at once;
+# tests/conformance_client.py's OAuthClient fetches the authorization URL itself. A suite of
+# scenarios runs in parallel in one call, so the 41 rows take seconds, not minutes. The draft
+# suite (2026-07-28) holds other scenarios too: only its auth/* rows count here.
+
+AUTH_SUITES = {"2025-03-26": ["backcompat"], "2025-11-25": ["auth"],
+               "2026-07-28": ["auth", "draft"]}
+AUTH_LEFT_OUT = {  # optional extensions, not in the spec proper
+    "auth/client-credentials-jwt": "extension: machine-to-machine client credentials, no user",
+    "auth/client-credentials-basic": "extension: machine-to-machine client credentials, no user",
+    "auth/enterprise-managed-authorization": "extension: an identity provider's token exchange",
+    "auth/dpop": "extension: DPoP-bound tokens need a signing key (not stdlib)",
+    "auth/dpop-nonce": "extension: DPoP-bound tokens need a signing key (not stdlib)",
+    "auth/wif-jwt-bearer": "extension: workload identity federation (JWT bearer grant)",
+}
+
+
+def auth_rows():
+    """{spec_version: {auth scenario, ...}} from the suite's own list (extensions aside)."""
+    listing = subprocess.run([NODE, str(SUITE), "list"], capture_output=True, text=True).stdout
+    client_part = listing.partition("Client scenarios")[2].partition("Authorization server")[0]
+    rows = {}
+    for name, versions in re.findall(r"- (auth/\S+) \[([^\]]+)\]", client_part):
+        for version in versions.split(","):
+            if version in AUTH_SUITES and name not in AUTH_LEFT_OUT:
+                rows.setdefault(version, set()).add(name)
+    return rows
+
+
+@pytest.mark.parametrize("spec_version", sorted(AUTH_SUITES))
+def test_auth_client_scenarios_pass(tmp_path, spec_version):
+    command = " ".join(shlex.quote(part) for part in CLIENT)
+    results = {}
+    for suite in AUTH_SUITES[spec_version]:
+        done = subprocess.run([NODE, str(SUITE), "client", "--command", command, "--suite", suite,
+                               "--spec-version", spec_version, "--timeout", "90000"],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+        summary = out.partition("=== SUITE SUMMARY ===")[2]
+        assert summary, out[-3000:]
+        for mark, name, passed, failed, warnings in re.findall(
+                r"^([✓✗]) (auth/\S+): (\d+) passed, (\d+) failed(?:, (\d+) warnings)?", summary,
+                re.M):
+            results[name] = (mark, int(passed), int(failed), int(warnings or 0))
+    expected = auth_rows()[spec_version]
+    assert set(results) == expected, f"ran {sorted(results)}, expected {sorted(expected)}"
+    failing = {name: counts for name, counts in results.items()
+               if counts[0] != "✓" or counts[1] == 0 or counts[2] or counts[3]}
+    assert not failing, f"auth scenarios failing at {spec_version}: {failing}"
