@@ -45,6 +45,11 @@ from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, M
 
 OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
+CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notification hears
+EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
+                     "resourcesListChanged": True}  # a subscriptions/listen filter
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # a listen stream's first message
+LISTEN_RETRY, MAX_LISTEN_RETRY = 0.5, 30.0  # seconds before a dropped listen stream is re-opened
 
 
 class Client:
@@ -57,12 +62,15 @@ class Client:
     Also list_resources(), list_resource_templates(), read_resource(uri), list_prompts(),
     get_prompt(name, arguments) and complete(ref, argument_name, value). Results are the dicts
     as on the wire. trace(direction, line), if given, sees every line: "→" sent, "←" received.
+    on_notification(method, params), if given, hears of changes: resources/updated of the URIs
+    passed to subscribe(uri) (until unsubscribe(uri)), and the list_changed of tools, prompts and
+    resources; method is the full name, as "notifications/resources/updated".
     Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
     (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
     """
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
-                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES):
+                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_notification=None):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
         self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
         self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
@@ -70,11 +78,16 @@ class Client:
         self.server_info, self.capabilities = {}, {}
         self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
+        self.on_notification, self.subscriptions = on_notification, set()  # the URIs subscribed to
+        self.listening = self.listen_id = self.acknowledged = None  # the 2026-07-28 listen stream
 
     async def __aenter__(self):
         await self.start()
         try:
             await self.connect()
+            if self.on_notification and self.era == "modern":
+                with contextlib.suppress(MCPError):  # a server with no changes to tell
+                    await self.listen()
         except BaseException:
             await self.close()
             raise
@@ -196,11 +209,11 @@ class Client:
         params = {"name": name, "arguments": arguments or {}}
         return await self.request("tools/call", params, timeout, on_progress)
 
-    async def request(self, method, params=None, timeout=None, on_progress=None):
+    async def request(self, method, params=None, timeout=None, on_progress=None, request_id=None):
         """Send a request and wait for its result (a dict)."""
         if self.failure:
             raise ConnectionError(self.failure)
-        request_id, params = next(self.ids), dict(params or {})
+        request_id, params = request_id or next(self.ids), dict(params or {})
         meta = dict(params.get("_meta", {}))
         if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
             meta.update({META + "protocolVersion": self.protocol_version,
@@ -279,6 +292,13 @@ class Client:
         if method == "notifications/progress" and valid_id(params.get("progressToken")):
             handler = self.progress_handlers.get(params["progressToken"])
             self.call_back(handler, *map(params.get, ("progress", "total", "message")))
+        # 2026-07-28: what a listen stream carries is tagged with its listen request's id
+        tag = as_dict(params.get("_meta")).get(META + "subscriptionId")
+        ours = valid_id(tag) and tag == self.listen_id
+        if str(method).endswith(CHANGES) and (ours or self.era == "legacy"):
+            self.call_back(self.on_notification, method, params)
+        if method == ACKNOWLEDGED and ours and not self.acknowledged.done():
+            self.acknowledged.set_result(as_dict(params.get("notifications")))
         future = self.pending.get(request_id) if valid_id(request_id) else None
         error, result = message.get("error"), message.get("result")
         if future is None or future.done():
@@ -290,6 +310,58 @@ class Client:
         else:
             future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
                                                           f"{json.dumps(message)[:200]}"))
+
+    # --- Hearing of changes (spec: server/resources, Subscriptions; List Changed Notification;
+    #     2026-07-28: basic/patterns/subscriptions) ---
+
+    async def subscribe(self, uri):
+        """Hear when the resource at uri changes. Legacy: resources/subscribe. 2026-07-28: the
+        listen stream is opened again with uri in its filter; this returns once the server has
+        acknowledged it, with the filter it agreed to."""
+        if self.era == "legacy":
+            return await self.request("resources/subscribe", {"uri": uri})
+        self.subscriptions.add(uri)
+        return await self.listen()
+
+    async def unsubscribe(self, uri):
+        if self.era == "legacy":
+            return await self.request("resources/unsubscribe", {"uri": uri})
+        self.subscriptions.discard(uri)
+        return await self.listen()
+
+    async def listen(self):
+        """2026-07-28: a listen stream for every list change and the URIs subscribed to, in
+        place of the one before; returns the filter the server acknowledged (the subset it
+        honours). The old stream ends before the new one opens: a change in that moment may be
+        missed. The client ends a stream with notifications/cancelled (over HTTP, a hang-up)."""
+        if self.listening:
+            self.listening.cancel()
+            with contextlib.suppress(ConnectionError):
+                await self.notify("notifications/cancelled", {"requestId": self.listen_id})
+        self.acknowledged = asyncio.get_running_loop().create_future()
+        self.listening = asyncio.ensure_future(self.keep_listening())
+        return await asyncio.wait_for(self.acknowledged, self.timeout)
+
+    async def keep_listening(self):
+        """The listen request (a request that stays open), sent again whenever its stream ends:
+        the server's result, an error, a drop. The wait before each doubles from LISTEN_RETRY
+        up to MAX_LISTEN_RETRY, and starts again after a stream that was acknowledged. A first
+        stream the server refuses fails listen() instead; a client closed or failed ends it."""
+        first, delay = self.acknowledged, LISTEN_RETRY / 2
+        while True:
+            self.listen_id = next(self.ids)
+            wanted = {**EVERY_LIST_CHANGE, "resourceSubscriptions": sorted(self.subscriptions)}
+            try:
+                await self.request("subscriptions/listen", {"notifications": wanted},
+                                   float("inf"), request_id=self.listen_id)
+            except (MCPError, ConnectionError) as e:
+                if not first.done():
+                    return first.set_exception(e)
+            if self.failure:
+                return
+            delay = LISTEN_RETRY if self.acknowledged.done() else min(delay * 2, MAX_LISTEN_RETRY)
+            await asyncio.sleep(delay)
+            self.acknowledged = asyncio.get_running_loop().create_future()
 
     def refuse_oversized(self, head, size):
         """An answer over max_message_bytes fails only the request whose id it starts with."""
@@ -340,6 +412,8 @@ class Client:
 
     async def close(self):
         """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
+        if self.listening:  # its stream ends with the server's stdin
+            self.listening.cancel()
         if self.process.returncode is None:
             self.process.stdin.close()
             for stop in (lambda: None, self.process.terminate, self.process.kill):
