@@ -33,7 +33,8 @@ is told to exit. Nothing here knows about embeddings or FAISS: all of that happe
 the other side of the pipe.
 """
 
-import argparse, asyncio, contextlib, functools, itertools, json, os, re, signal, sys, time
+import argparse, asyncio, contextlib, functools, inspect, itertools, json, os, re, signal, sys
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -45,6 +46,8 @@ from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, M
 
 OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
+MAX_INPUT_ROUNDS = 10  # input_required answers to one call (SEP-2322), at most
+MAX_TASKS = 16  # the client's own tasks at once (answers to the server): more questions declined
 CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notification hears
 EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
                      "resourcesListChanged": True}  # a subscriptions/listen filter
@@ -62,6 +65,10 @@ class Client:
     Also list_resources(), list_resource_templates(), read_resource(uri), list_prompts(),
     get_prompt(name, arguments) and complete(ref, argument_name, value). Results are the dicts
     as on the wire. trace(direction, line), if given, sees every line: "→" sent, "←" received.
+    on_elicit(message, requested_schema), if given, answers the server's questions (spec:
+    client/elicitation) with {"action": "accept" | "decline" | "cancel", "content": {...}}; it may
+    be sync (it runs in a thread) or async. Without it the client declares no elicitation
+    capability and declines every question.
     on_notification(method, params), if given, hears of changes: resources/updated of the URIs
     passed to subscribe(uri) (until unsubscribe(uri)), and the list_changed of tools, prompts and
     resources; method is the full name, as "notifications/resources/updated".
@@ -70,7 +77,8 @@ class Client:
     """
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
-                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_notification=None):
+                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None,
+                 on_notification=None):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
         self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
         self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
@@ -78,6 +86,8 @@ class Client:
         self.server_info, self.capabilities = {}, {}
         self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
+        self.on_elicit, self.tasks = on_elicit, set()  # tasks: answers to the server, its streams
+        self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
         self.on_notification, self.subscriptions = on_notification, set()  # the URIs subscribed to
         self.listening = self.listen_id = self.acknowledged = None  # the 2026-07-28 listen stream
 
@@ -118,8 +128,15 @@ class Client:
         if not self.legacy and await self.discover():
             return
         self.era = "legacy"
-        result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
-                                    "capabilities": {}, "clientInfo": self.client_info})
+        try:
+            result = await self.request("initialize", {"protocolVersion": LEGACY_VERSIONS[-1],
+                                        "capabilities": self.client_capabilities,
+                                        "clientInfo": self.client_info})
+        except MCPError as e:  # a 2026-07-28 server slower than the probe refuses the handshake
+            self.era, self.protocol_version = "modern", version_offered(e, MODERN_VERSIONS)
+            if self.protocol_version and await self.discover(self.timeout):
+                return
+            raise
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in LEGACY_VERSIONS:
             offered = f"the server offers protocol {self.protocol_version!r}"
@@ -128,12 +145,12 @@ class Client:
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
 
-    async def discover(self):
+    async def discover(self, timeout=None):
         """True for a modern server that speaks a version of ours, False for a legacy one. A
         modern server with none of ours (-32022, or only versions newer than ours) is an MCPError:
         falling back would not help."""
         try:
-            found = await self.request("server/discover", timeout=self.probe_timeout)
+            found = await self.request("server/discover", timeout=timeout or self.probe_timeout)
         except MCPError as e:
             if e.code != UNSUPPORTED_VERSION:  # an error a legacy server gives
                 return False
@@ -209,15 +226,48 @@ class Client:
         params = {"name": name, "arguments": arguments or {}}
         return await self.request("tools/call", params, timeout, on_progress)
 
-    async def request(self, method, params=None, timeout=None, on_progress=None, request_id=None):
-        """Send a request and wait for its result (a dict)."""
+    async def request(self, method, params=None, timeout=None, on_progress=None):
+        """Send a request and wait for its result (a dict). Two answers are not results yet.
+        -32022 (2026-07-28) with a version of ours in data.supported: asked again, once, in it.
+        input_required (2026-07-28, SEP-2322, tools/call, prompts/get, resources/read): each of
+        its inputRequests goes to on_elicit, then the same request is sent again under a new id
+        with inputResponses and the requestState exactly as given; a result with requestState
+        only is asked again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
+        params, retried = dict(params or {}), False
+        for round_number in range(MAX_INPUT_ROUNDS):
+            try:
+                result = await self.send_request(method, params, timeout, on_progress)
+            except MCPError as e:
+                version = version_offered(e, MODERN_VERSIONS) if self.era == "modern" else None
+                if retried or not version:
+                    raise
+                self.protocol_version, retried = version, True
+                continue
+            if result.get("resultType") != "input_required":
+                return result
+            params.pop("requestState", None)  # what this round asks for replaces the last's
+            params.pop("inputResponses", None)
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+            asked = as_dict(result.get("inputRequests"))
+            if asked:
+                params["inputResponses"] = {key: await self.elicit(as_dict(question))
+                                            for key, question in asked.items()}
+            else:  # only requestState: come back later, after 0.1 s, 0.2 s, ... 5 s at most
+                await asyncio.sleep(min(0.1 * 2 ** round_number, 5.0))
+        raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
+                                       f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
+
+    async def send_request(self, method, params, timeout=None, on_progress=None, request_id=None):
+        """Send one request under a new id (or request_id) and wait for its answer."""
         if self.failure:
             raise ConnectionError(self.failure)
-        request_id, params = request_id or next(self.ids), dict(params or {})
+        request_id, params = request_id or next(self.ids), dict(params)
         meta = dict(params.get("_meta", {}))
         if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
             meta.update({META + "protocolVersion": self.protocol_version,
-                         META + "clientCapabilities": {}, META + "clientInfo": self.client_info})
+                         META + "clientCapabilities": self.client_capabilities,
+                         META + "clientInfo": self.client_info})
         if on_progress:
             meta["progressToken"], self.progress_handlers[request_id] = request_id, on_progress
         params.update({"_meta": meta} if meta else {})
@@ -270,24 +320,20 @@ class Client:
             except MCPError as e:
                 return await self.fail(f"the server wrote something other than an MCP message to "
                                        f"stdout ({e.message}): {line[:200]!r}; {logs}")
-            reply = self.on_message(message)
-            if reply:  # if the server's stdin is closed, read on: its answers, or its exit
-                with contextlib.suppress(ConnectionError):
-                    await self.write(reply)
+            self.on_message(message)
         code = await self.exited()
         how = f"exited with code {code}"
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
         await self.fail(f"the MCP server closed its stdout and {how}")
 
     def on_message(self, message):
-        """One message from the server. A response completes the request waiting on its id, and
-        progress goes to its handler. Returns the reply a request of the server's own gets: ping
-        is answered, as the spec says it MUST be; this client offers nothing else."""
+        """Every message from the server comes here, on stdio and over HTTP alike. A response
+        completes the request waiting on its id, and progress goes to its handler. A request of
+        the server's own is answered by answer(), in a task of its own: a question may wait for
+        the user while other answers come in."""
         method, request_id, params = message.get("method"), message.get("id"), message.get("params")
         if isinstance(method, str) and valid_id(request_id):  # 1e400 could not be echoed
-            error = MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
-            pong = {"jsonrpc": "2.0", "id": request_id, "result": {}}
-            return pong if method == "ping" else error_response(request_id, error)
+            return self.spawn(self.answer(message))
         params = as_dict(params)
         if method == "notifications/progress" and valid_id(params.get("progressToken")):
             handler = self.progress_handlers.get(params["progressToken"])
@@ -311,23 +357,61 @@ class Client:
             future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
                                                           f"{json.dumps(message)[:200]}"))
 
+    def spawn(self, coroutine):
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    async def answer(self, request):
+        """The client's reply to a request of the server's: ping is answered with {}, as the spec
+        says it MUST be, and elicitation/create by elicit(); nothing else is offered."""
+        try:
+            if request["method"] not in ("ping", "elicitation/create"):
+                raise MCPError(METHOD_NOT_FOUND, f"Method not found: {request['method']}")
+            result = await self.elicit(request) if request["method"] != "ping" else {}
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        except Exception as e:  # the callback's failure is the server's answer, never ours
+            reply = error_response(request["id"], e if isinstance(e, MCPError) else MCPError(
+                INTERNAL_ERROR, f"the client's on_elicit failed: {e!r}"))
+        with contextlib.suppress(ConnectionError):  # the server is gone: nobody to tell
+            await self.write(reply)
+
+    async def elicit(self, question):
+        """The user's answer to one elicitation/create (legacy: the server's request; 2026-07-28:
+        one of inputRequests): on_elicit(message, requestedSchema), within the client's timeout.
+        Declined without a callback, for anything but a form (URL mode is not declared), and
+        while MAX_TASKS are running: a flood of questions."""
+        params = as_dict(question.get("params"))
+        asked = (question.get("method"), params.get("mode", "form"))
+        flood = len(self.tasks) > MAX_TASKS
+        if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
+            return {"action": "decline"}
+        answer = await asyncio.wait_for(asyncio.to_thread(
+            self.on_elicit, str(params.get("message", "")), as_dict(params.get("requestedSchema"))),
+            self.timeout)
+        if inspect.isawaitable(answer):  # an async callback: the thread made its coroutine
+            answer = await asyncio.wait_for(answer, self.timeout)
+        if not isinstance(answer, dict) or answer.get("action") not in ACTIONS:
+            raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
+        return answer
+
     # --- Hearing of changes (spec: server/resources, Subscriptions; List Changed Notification;
     #     2026-07-28: basic/patterns/subscriptions) ---
 
-    async def subscribe(self, uri):
-        """Hear when the resource at uri changes. Legacy: resources/subscribe. 2026-07-28: the
-        listen stream is opened again with uri in its filter; this returns once the server has
+    async def subscribe(self, uri, subscribed=True):
+        """Hear when the resource at uri changes (subscribed=False: no longer). Legacy:
+        resources/subscribe (or unsubscribe), its result. 2026-07-28: the listen stream is
+        opened again with uri in its filter (or not); this returns once the server has
         acknowledged it, with the filter it agreed to."""
         if self.era == "legacy":
-            return await self.request("resources/subscribe", {"uri": uri})
-        self.subscriptions.add(uri)
+            method = "resources/subscribe" if subscribed else "resources/unsubscribe"
+            return await self.request(method, {"uri": uri})
+        (self.subscriptions.add if subscribed else self.subscriptions.discard)(uri)
         return await self.listen()
 
     async def unsubscribe(self, uri):
-        if self.era == "legacy":
-            return await self.request("resources/unsubscribe", {"uri": uri})
-        self.subscriptions.discard(uri)
-        return await self.listen()
+        return await self.subscribe(uri, subscribed=False)
 
     async def listen(self):
         """2026-07-28: a listen stream for every list change and the URIs subscribed to, in
@@ -339,26 +423,24 @@ class Client:
             with contextlib.suppress(ConnectionError):
                 await self.notify("notifications/cancelled", {"requestId": self.listen_id})
         self.acknowledged = asyncio.get_running_loop().create_future()
-        self.listening = asyncio.ensure_future(self.keep_listening())
+        self.listening = self.spawn(self.keep_listening())
         return await asyncio.wait_for(self.acknowledged, self.timeout)
 
     async def keep_listening(self):
         """The listen request (a request that stays open), sent again whenever its stream ends:
         the server's result, an error, a drop. The wait before each doubles from LISTEN_RETRY
         up to MAX_LISTEN_RETRY, and starts again after a stream that was acknowledged. A first
-        stream the server refuses fails listen() instead; a client closed or failed ends it."""
+        stream the server refuses fails listen() instead. close() ends it, as does a failure."""
         first, delay = self.acknowledged, LISTEN_RETRY / 2
-        while True:
+        while not self.failure:
             self.listen_id = next(self.ids)
             wanted = {**EVERY_LIST_CHANGE, "resourceSubscriptions": sorted(self.subscriptions)}
             try:
-                await self.request("subscriptions/listen", {"notifications": wanted},
-                                   float("inf"), request_id=self.listen_id)
+                await self.send_request("subscriptions/listen", {"notifications": wanted},
+                                        float("inf"), request_id=self.listen_id)
             except (MCPError, ConnectionError) as e:
                 if not first.done():
                     return first.set_exception(e)
-            if self.failure:
-                return
             delay = LISTEN_RETRY if self.acknowledged.done() else min(delay * 2, MAX_LISTEN_RETRY)
             await asyncio.sleep(delay)
             self.acknowledged = asyncio.get_running_loop().create_future()
@@ -412,8 +494,6 @@ class Client:
 
     async def close(self):
         """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
-        if self.listening:  # its stream ends with the server's stdin
-            self.listening.cancel()
         if self.process.returncode is None:
             self.process.stdin.close()
             for stop in (lambda: None, self.process.terminate, self.process.kill):
@@ -426,11 +506,20 @@ class Client:
         # The reader may be failing requests right now. A child the server left running may
         # hold its stdout or stderr open for good: then the readers are stopped here.
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
-        for task in (self.reader_task, self.stderr_task):
+        for task in (self.reader_task, self.stderr_task, *self.tasks):
             task.cancel()
         self.process._transport.close()  # our ends of its pipes: asyncio has no public way
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
         self.fail_waiting("the MCP client was closed while this request waited")  # none will answer
+
+
+ACTIONS = ("accept", "decline", "cancel")  # what a user may do with a question (ElicitResult)
+
+
+def version_offered(error, ours):
+    """The newest of `ours` that a -32022 error's data.supported lists, else None."""
+    offered = as_dict(error.data).get("supported") if error.code == UNSUPPORTED_VERSION else None
+    return next((version for version in reversed(ours) if version in as_list(offered)), None)
 
 
 # An oversized answer is skipped unread; its id is found at its start, where servers put it.
@@ -465,17 +554,35 @@ class HTTPClient(Client):
             raise ValueError(f"{url!r} is not a URL ({e})") from None
         if self.url.scheme not in ("http", "https") or not self.url.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        # replies: the posts of our answers to the server's requests, held until they are done
-        self.session_id, self.posts, self.tool_schemas, self.replies = None, {}, {}, set()
+        self.session_id, self.posts, self.tool_schemas = None, {}, {}
         self.session_lock = asyncio.Lock()
 
     async def start(self):
         """Nothing to start: the server runs already, at the URL."""
 
+    async def connect(self):
+        """As on stdio; then a legacy session's standalone GET stream is opened (see get_stream),
+        and connect waits until it is, so that nothing the server sends on it is lost."""
+        await super().connect()
+        if self.era == "legacy" and self.session_id:
+            opened = asyncio.get_running_loop().create_future()
+            self.spawn(self.get_stream(opened))
+            await asyncio.wait([opened], timeout=self.probe_timeout)
+
     async def list_tools(self):
-        tools = await super().list_tools()
+        """Spec 2026-07-28, Custom Headers: a tool with an invalid x-mcp-header annotation is left
+        out, with one line on stderr saying why. The others' schemas say which arguments travel
+        as Mcp-Param headers too."""
+        tools = []
+        for tool in await super().list_tools():
+            problem = header_annotation_problem(as_dict(tool.get("inputSchema")))
+            if problem:
+                name = str(tool.get("name"))[:100]
+                print(f"mcp_min client: tool {name!r} left out: {problem}", file=sys.stderr)
+            else:
+                tools.append(tool)
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
-        return tools  # the schemas say which arguments travel as Mcp-Param headers too
+        return tools
 
     async def write(self, message):
         """Each message is its own POST, in a task of its own; a request's answer completes its
@@ -488,7 +595,8 @@ class HTTPClient(Client):
                 post.cancel()
             if self.era == "modern":
                 return
-        key = message["id"] if "id" in message else object()  # a notification: a key of its own
+        # A request's post is found by its id; a notification and a response get keys of their own.
+        key = message["id"] if "method" in message and "id" in message else object()
         task = self.posts[key] = asyncio.ensure_future(self.post(message))
         task.add_done_callback(lambda _: self.posts.pop(key, None))
         if "id" not in message:
@@ -520,12 +628,8 @@ class HTTPClient(Client):
         method, headers, body = "POST", self.headers_for(message), encode(message)
         try:
             for _ in range(1 + RESUME_TRIES):
-                reader, writer = await asyncio.open_connection(
-                    self.url.hostname, self.port, ssl=self.url.scheme == "https",
-                    limit=mcp_http.MAX_HEADER_BYTES)
+                reader, writer, status, got = await self.send_http(method, headers, body)
                 try:
-                    status, got = await http_request(reader, writer, self.url, method, headers,
-                                                     body)
                     if status == 404 and session_id and request_id is not None and retry:
                         await self.new_session(session_id)  # the spec: that session is gone
                         return await self.post(message, retry=False)
@@ -547,6 +651,48 @@ class HTTPClient(Client):
             if future and not future.done():  # our ConnectionErrors say what is wrong already
                 ours = type(e) is ConnectionError
                 future.set_exception(e if ours else ConnectionError(f"HTTP request failed: {e}"))
+
+    async def send_http(self, method, headers, body=b""):
+        """Every HTTP request of this client goes out here, each on a new connection. Returns the
+        reader and writer (the caller closes it), and the response's status and headers."""
+        reader, writer = await asyncio.open_connection(
+            self.url.hostname, self.port, ssl=self.url.scheme == "https",
+            limit=mcp_http.MAX_HEADER_BYTES)
+        try:
+            return reader, writer, *await http_request(reader, writer, self.url, method, headers,
+                                                       body)
+        except BaseException:
+            writer.close()
+            raise
+
+    async def get_stream(self, opened):
+        """Spec 2025-11-25, Listening for Messages from the Server: a legacy session's standalone
+        GET stream carries the server's own requests (ping, elicitation/create) and notifications,
+        to on_message. Each time it ends it is opened again, after its retry delay and with
+        Last-Event-ID, until RESUME_TRIES opens in a row bring no message. It stops at any status
+        but 200 (405: the server has none), for a new session, and with the client."""
+        session, stream, tries = self.session_id, {}, 0
+        while tries < RESUME_TRIES and self.session_id == session:
+            tries += 1
+            resume = {"Last-Event-ID": stream["id"]} if "id" in stream else {}
+            try:
+                reader, writer, status, got = await self.send_http(
+                    "GET", {**self.headers_for({}), "Accept": "text/event-stream", **resume})
+            except OSError:  # the server is gone
+                return opened.set_result(None)
+            if not opened.done():
+                opened.set_result(status)  # connect() goes on
+            try:
+                async for data in reply_messages(reader, got, self.max_message_bytes, stream):
+                    tries = 0
+                    self.receive(data, None, status)
+            except Exception:  # a stream that breaks, or is not MCP, ends as a closed one does
+                pass
+            finally:
+                writer.close()
+            if status != 200:
+                return
+            await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
 
     async def read_reply(self, reader, headers, status, request_id, stream):
         """Hand each message of a reply to receive(); True once nothing more is owed: the answer
@@ -579,17 +725,38 @@ class HTTPClient(Client):
             message["id"] = request_id
         if "method" not in message and message.get("id") != request_id:
             return False
-        reply = self.on_message(message)
-        if reply:  # the loop keeps only a weak reference to a task: it could vanish unsent
-            task = asyncio.ensure_future(self.post(reply))
-            self.replies.add(task)
-            task.add_done_callback(self.replies.discard)
+        self.on_message(message)
         return "method" not in message and request_id is not None
 
     async def close(self):
-        for task in list(self.posts.values()):
+        for task in [*self.posts.values(), *self.tasks]:
             task.cancel()
         self.fail_waiting("the client was closed")
+
+
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110): no space, no ":"
+
+
+def header_annotation_problem(schema):
+    """What is wrong with the x-mcp-header annotations of a tool's inputSchema, or None (spec
+    2026-07-28, Custom Headers): each is a header name, on a string, integer or boolean property
+    reached through "properties" keys alone, and unique ignoring case."""
+    names, schemas = [], [schema]
+    while schemas:
+        for prop in as_dict(schemas.pop().get("properties")).values():
+            name = as_dict(prop).get("x-mcp-header")
+            if name is not None and not (isinstance(name, str) and HEADER_NAME.fullmatch(name)):
+                return f"its x-mcp-header {name!r} is not an HTTP header name"
+            if name is not None and prop.get("type") not in ("string", "integer", "boolean"):
+                return f"its x-mcp-header {name!r} is on a {prop.get('type')} property, not a " \
+                       "string, integer or boolean"
+            names += [name.lower()] if name is not None else []
+            schemas.append(as_dict(prop))
+    if len(set(names)) < len(names):
+        return "two of its x-mcp-header names are the same, ignoring case"
+    if json.dumps(schema).count('"x-mcp-header"') > len(names):
+        return "an x-mcp-header of it is not on a property reached through properties alone"
+    return None
 
 
 def too_big(size, limit):

@@ -4,12 +4,15 @@
         --command "python tests/conformance_client.py" --scenario tools_call
 
 The suite starts a test server of its own, then runs this program with the server's URL as the
-last argument and the scenario's name in MCP_CONFORMANCE_SCENARIO. HTTPClient runs in its default
-mode: server/discover first, the initialize handshake only if the server is legacy. Every
-scenario gets the same conversation: connect, tools/list, and the one tool call its server waits
-for, if any. Exit code 0 once it is done; the suite itself judges what it saw on the wire.
+last argument, the scenario's name in MCP_CONFORMANCE_SCENARIO and, for some scenarios, what to
+do in MCP_CONFORMANCE_CONTEXT (JSON). HTTPClient runs in its default mode: server/discover first,
+the initialize handshake only if the server is legacy. Every scenario gets the same start:
+connect (answering questions with accept_defaults), tools/list; then SCENARIOS[scenario], if it
+is there, does what the scenario asks. Exit code 0 once it is done; the suite itself judges what
+it saw on the wire.
 """
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,28 +21,85 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from client import HTTPClient  # noqa: E402
 
-TOOL_CALLS = {  # scenario -> the tool call its server waits for
-    "tools_call": ("add_numbers", {"a": 2, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
+
+def accept_defaults(message, schema):
+    """The on_elicit of every scenario: accept, with each field's default (SEP-1034), and true
+    for a boolean that has none (the suite's questions are "confirm?")."""
+    content = {}
+    for name, field in schema.get("properties", {}).items():
+        if "default" in field:
+            content[name] = field["default"]
+        elif field.get("type") == "boolean":
+            content[name] = True
+    return {"action": "accept", "content": content}
+
+
+async def call(client, name, arguments):
+    result = await client.call_tool(name, arguments)
+    if result.get("isError"):
+        raise SystemExit(f"conformance_client.py: {name} failed: {result.get('content')}")
+
+
+async def call_each_tool(client, tools, context):
+    """Every tool listed, with a string for each required argument: the tools a client must
+    drop (http-invalid-tool-headers) are never listed, so never called."""
+    for tool in tools:
+        required = tool.get("inputSchema", {}).get("required", [])
+        await call(client, tool["name"], {name: "us-west1" for name in required})
+
+
+async def call_context_tools(client, tools, context):
+    """The calls the scenario names in its context (http-custom-headers)."""
+    for tool_call in context.get("toolCalls", []):
+        await call(client, tool_call["name"], tool_call["arguments"])
+
+
+async def echo_schema(client, tools, context):
+    """json-schema-2020-12-preservation: hand the focal tool's inputSchema back, verbatim."""
+    schema = next(tool["inputSchema"] for tool in tools if tool["name"] != "json_schema_echo")
+    await call(client, "json_schema_echo", {"schema": schema})
+
+
+async def use_everything(client, tools, context):
+    """http-standard-headers: one request of each kind whose headers it checks."""
+    await call_each_tool(client, tools, context)
+    for resource in (await client.list_resources())[:1]:
+        await client.read_resource(resource["uri"])
+    for prompt in (await client.list_prompts())[:1]:
+        await client.get_prompt(prompt["name"])
+
+
+def call_fixed(name, arguments):
+    """What a scenario whose server waits for one tool call asks for."""
+    async def run(client, tools, context):
+        await call(client, name, arguments)
+    return run
+
+
+SCENARIOS = {  # scenario -> what it asks for once the client is connected and has listed tools
+    "tools_call": call_fixed("add_numbers", {"a": 2, "b": 3}),
+    "sse-retry": call_fixed("test_reconnection", {}),
+    "elicitation-sep1034-client-defaults": call_fixed("test_client_elicitation_defaults", {}),
+    "sep-2322-client-request-state": call_each_tool,
+    "http-invalid-tool-headers": call_each_tool,
+    "http-custom-headers": call_context_tools,
+    "http-standard-headers": use_everything,
+    "json-schema-2020-12-preservation": echo_schema,
 }
 
 
-async def run(url, scenario):
-    async with HTTPClient(url, timeout=20) as client:
-        tools = [tool.get("name") for tool in await client.list_tools()]
-        if scenario in TOOL_CALLS:
-            name, arguments = TOOL_CALLS[scenario]
-            if name not in tools:
-                raise SystemExit(f"conformance_client.py: the server has no tool {name!r}")
-            result = await client.call_tool(name, arguments)
-            if result.get("isError"):
-                raise SystemExit(f"conformance_client.py: {name} failed: {result.get('content')}")
+async def run(url, scenario, context):
+    async with HTTPClient(url, timeout=20, on_elicit=accept_defaults) as client:
+        tools = await client.list_tools()
+        if scenario in SCENARIOS:
+            await SCENARIOS[scenario](client, tools, context)
 
 
 def main():
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT", "{}"))
     try:
-        asyncio.run(run(sys.argv[-1], scenario))
+        asyncio.run(run(sys.argv[-1], scenario, context))
     except Exception as e:
         print(f"conformance_client.py: {scenario}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

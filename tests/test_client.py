@@ -610,6 +610,10 @@ def resumable_server(on_get, modern=False):
                    (line.partition(":") for line in head[1:] if line)}
         body = await reader.readexactly(int(headers.get("content-length", 0)))
         sse_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+        if head[0].startswith("GET") and "last-event-id" not in headers:  # no standalone stream
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            return writer.close()
         if head[0].startswith("GET"):
             gets.append(headers)
             events, close = on_get(headers, pending["call"])
