@@ -289,22 +289,23 @@ def test_http_listen_stream_dropped_is_opened_again_and_closing_hangs_it_up(monk
 
 async def exercise_changes(client, heard):
     """subscribe, three kinds of change, unsubscribe: what the client heard. A marker change
-    (prompts) after each step: changes on one stream arrive in order, so once it is heard,
-    everything before it has been."""
+    (prompts) ends each step: changes on one stream arrive in order, so once it is heard,
+    everything before it has been. It is announced after its call was answered: the client
+    hears it while it sends nothing (a legacy HTTP session: on its GET stream)."""
     async def until_heard(method):
         while not any(seen[0] == method for seen in heard):
             await asyncio.sleep(0.01)
 
     await client.subscribe("notes://a")
-    for what, uri in [("updated", "notes://a"), ("updated", "notes://b"), ("tools", ""),
-                      ("prompts", "")]:
+    for what, uri in [("updated", "notes://a"), ("updated", "notes://b"), ("tools", "")]:
         await client.call_tool("change", {"what": what, "uri": uri})
+    await client.call_tool("change", {"what": "prompts", "later": True})
     await until_heard(PROMPTS)
     before = [seen[0] for seen in heard]
     heard.clear()
     await client.unsubscribe("notes://a")
     await client.call_tool("change", {"what": "updated", "uri": "notes://a"})
-    await client.call_tool("change", {"what": "prompts"})
+    await client.call_tool("change", {"what": "prompts", "later": True})
     await until_heard(PROMPTS)
     return before, [seen[0] for seen in heard]
 
@@ -347,13 +348,14 @@ def sdk_http():
     process.wait(10)
 
 
-def test_sdk_server_over_http_2026_07_28(sdk_http):
+@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
+def test_sdk_server_over_http_both_eras(sdk_http, legacy):
     heard = []
 
     async def body():
-        async with HTTPClient(sdk_http, probe_timeout=30,
+        async with HTTPClient(sdk_http, legacy=legacy, probe_timeout=30,
                               on_notification=lambda *seen: heard.append(seen)) as client:
-            assert client.era == "modern"
+            assert client.era == ("legacy" if legacy else "modern")
             return await exercise_changes(client, heard)
     before, after = run(body())
     assert before == [UPDATED, TOOLS, PROMPTS]
