@@ -176,6 +176,28 @@ def test_a_server_that_refuses_to_listen_still_connects_and_subscribe_says_why()
     assert sent[1:] == [listen_line(2), cancel_line(2), listen_line(3, ["docs:///a"])]
 
 
+def test_no_acknowledgement_is_a_timeout_and_a_raising_callback_costs_nothing_else(capfd):
+    script = {"server/discover": [[DISCOVERED]], "subscriptions/listen": [[ACK], []],
+              "tools/call change": [[change(TOOLS), change(PROMPTS), DONE]]}
+    heard = []
+
+    def on_notification(method, params):
+        heard.append(method)
+        if method == TOOLS:
+            raise ValueError("a bug in the host")
+    client, sent, _ = scripted(script, timeout=3)
+    client.on_notification = on_notification
+
+    async def body():
+        async with client:
+            await client.call_tool("change")
+            with pytest.raises(TimeoutError):  # the second listen is never acknowledged
+                await client.subscribe("docs:///a")
+    run(body())
+    assert heard == [TOOLS, PROMPTS]
+    assert "a callback raised ValueError('a bug in the host')" in capfd.readouterr().err
+
+
 def test_a_listen_stream_that_ends_is_opened_again_and_only_its_own_changes_are_heard(
         monkeypatch):
     # The first stream is acknowledged and ended by the server at once (its complete result),
