@@ -10,6 +10,7 @@ lines the client sends out) and interop with the official SDK's low-level server
 """
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -27,6 +28,8 @@ from client import Client, HTTPClient  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
 
 SDK_CHANGES = [sys.executable, str(ROOT / "tests" / "sdk_changes_server.py")]
+OUR_CHANGES = [sys.executable, str(ROOT / "tests" / "changes_server.py")]
+OUR_MCP_MIN = Path(os.environ.get("MCP_MIN_DIR") or ROOT) / "mcp_min.py"  # what it runs
 TAG = "io.modelcontextprotocol/subscriptionId"
 UPDATED, TOOLS = "notifications/resources/updated", "notifications/tools/list_changed"
 PROMPTS = "notifications/prompts/list_changed"
@@ -377,6 +380,24 @@ def test_sdk_server_over_http_both_eras(sdk_http, legacy):
     async def body():
         async with HTTPClient(sdk_http, legacy=legacy, probe_timeout=30,
                               on_notification=lambda *seen: heard.append(seen)) as client:
+            assert client.era == ("legacy" if legacy else "modern")
+            return await exercise_changes(client, heard)
+    before, after = run(body())
+    assert before == [UPDATED, TOOLS, PROMPTS]
+    assert after == [PROMPTS]
+
+
+# --- Our own server (mcp_min's server.resource_updated and server.list_changed) ---
+
+@pytest.mark.skipif("def resource_updated" not in OUR_MCP_MIN.read_text(),
+                    reason="this mcp_min.py announces no changes yet (issue 23, server side)")
+@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
+def test_our_server_over_stdio_both_eras(legacy):
+    heard = []
+
+    async def body():
+        async with Client(OUR_CHANGES, legacy=legacy,
+                          on_notification=lambda *seen: heard.append(seen)) as client:
             assert client.era == ("legacy" if legacy else "modern")
             return await exercise_changes(client, heard)
     before, after = run(body())
