@@ -133,8 +133,8 @@ class Client:
                                         "capabilities": self.client_capabilities,
                                         "clientInfo": self.client_info})
         except MCPError as e:  # a 2026-07-28 server slower than the probe refuses the handshake
-            self.era, self.protocol_version = "modern", version_offered(e, MODERN_VERSIONS)
-            if self.protocol_version and await self.discover(self.timeout):
+            self.era = "modern"
+            if e.code == UNSUPPORTED_VERSION and await self.discover(self.timeout):
                 return
             raise
         self.protocol_version = result.get("protocolVersion")
@@ -145,10 +145,10 @@ class Client:
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
 
-    async def discover(self, timeout=None):
+    async def discover(self, timeout=None, retry=True):
         """True for a modern server that speaks a version of ours, False for a legacy one. A
         modern server with none of ours (-32022, or only versions newer than ours) is an MCPError:
-        falling back would not help."""
+        falling back would not help. -32022 listing a version of ours: asked again, once, in it."""
         try:
             found = await self.request("server/discover", timeout=timeout or self.probe_timeout)
         except MCPError as e:
@@ -159,6 +159,9 @@ class Client:
             return False
         offered = as_list(found.get("supportedVersions", found.get("refused")))
         common = [version for version in MODERN_VERSIONS if version in offered]
+        if common and "refused" in found and retry:
+            self.protocol_version = common[-1]
+            return await self.discover(timeout, retry=False)
         if common and "refused" not in found:
             self.protocol_version = common[-1]
             self.capabilities = as_dict(found.get("capabilities"))
@@ -227,33 +230,23 @@ class Client:
         return await self.request("tools/call", params, timeout, on_progress)
 
     async def request(self, method, params=None, timeout=None, on_progress=None):
-        """Send a request and wait for its result (a dict). Two answers are not results yet.
-        -32022 (2026-07-28) with a version of ours in data.supported: asked again, once, in it.
-        input_required (2026-07-28, SEP-2322, tools/call, prompts/get, resources/read): each of
-        its inputRequests goes to on_elicit, then the same request is sent again under a new id
-        with inputResponses and the requestState exactly as given; a result with requestState
-        only is asked again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
-        params, retried = dict(params or {}), False
+        """Send a request and wait for its result (a dict). A result of resultType input_required
+        (2026-07-28, SEP-2322: tools/call, prompts/get, resources/read) is not one yet: each of its
+        inputRequests goes to on_elicit, then the same request goes again under a new id, with
+        inputResponses and the requestState exactly as given. A result with requestState only
+        is asked for again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
+        retry = {}  # what the last round asked to have sent back
         for round_number in range(MAX_INPUT_ROUNDS):
-            try:
-                result = await self.send_request(method, params, timeout, on_progress)
-            except MCPError as e:
-                version = version_offered(e, MODERN_VERSIONS) if self.era == "modern" else None
-                if retried or not version:
-                    raise
-                self.protocol_version, retried = version, True
-                continue
+            result = await self.send_request(method, {**(params or {}), **retry}, timeout,
+                                             on_progress)
             if result.get("resultType") != "input_required":
                 return result
-            params.pop("requestState", None)  # what this round asks for replaces the last's
-            params.pop("inputResponses", None)
-            if "requestState" in result:
-                params["requestState"] = result["requestState"]
+            retry = {"requestState": result["requestState"]} if "requestState" in result else {}
             asked = as_dict(result.get("inputRequests"))
             if asked:
-                params["inputResponses"] = {key: await self.elicit(as_dict(question))
-                                            for key, question in asked.items()}
-            else:  # only requestState: come back later, after 0.1 s, 0.2 s, ... 5 s at most
+                retry["inputResponses"] = {key: await self.elicit(as_dict(question))
+                                           for key, question in asked.items()}
+            else:  # come back later: after 0.1 s, 0.2 s, ... 5 s at most
                 await asyncio.sleep(min(0.1 * 2 ** round_number, 5.0))
         raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
                                        f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
@@ -387,12 +380,12 @@ class Client:
         flood = len(self.tasks) > MAX_TASKS
         if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
             return {"action": "decline"}
-        answer = await asyncio.wait_for(asyncio.to_thread(
-            self.on_elicit, str(params.get("message", "")), as_dict(params.get("requestedSchema"))),
-            self.timeout)
+        message, schema = str(params.get("message", "")), as_dict(params.get("requestedSchema"))
+        ask = asyncio.to_thread(self.on_elicit, message, schema)  # a sync one may block: a thread
+        answer = await asyncio.wait_for(ask, self.timeout)
         if inspect.isawaitable(answer):  # an async callback: the thread made its coroutine
             answer = await asyncio.wait_for(answer, self.timeout)
-        if not isinstance(answer, dict) or answer.get("action") not in ACTIONS:
+        if as_dict(answer).get("action") not in ("accept", "decline", "cancel"):
             raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
         return answer
 
@@ -513,15 +506,6 @@ class Client:
         self.fail_waiting("the MCP client was closed while this request waited")  # none will answer
 
 
-ACTIONS = ("accept", "decline", "cancel")  # what a user may do with a question (ElicitResult)
-
-
-def version_offered(error, ours):
-    """The newest of `ours` that a -32022 error's data.supported lists, else None."""
-    offered = as_dict(error.data).get("supported") if error.code == UNSUPPORTED_VERSION else None
-    return next((version for version in reversed(ours) if version in as_list(offered)), None)
-
-
 # An oversized answer is skipped unread; its id is found at its start, where servers put it.
 ID_AT_START = re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)')
 
@@ -565,22 +549,14 @@ class HTTPClient(Client):
         and connect waits until it is, so that nothing the server sends on it is lost."""
         await super().connect()
         if self.era == "legacy" and self.session_id:
-            opened = asyncio.get_running_loop().create_future()
+            opened = asyncio.Event()
             self.spawn(self.get_stream(opened))
-            await asyncio.wait([opened], timeout=self.probe_timeout)
+            await asyncio.wait([asyncio.ensure_future(opened.wait())], timeout=self.probe_timeout)
 
     async def list_tools(self):
         """Spec 2026-07-28, Custom Headers: a tool with an invalid x-mcp-header annotation is left
-        out, with one line on stderr saying why. The others' schemas say which arguments travel
-        as Mcp-Param headers too."""
-        tools = []
-        for tool in await super().list_tools():
-            problem = header_annotation_problem(as_dict(tool.get("inputSchema")))
-            if problem:
-                name = str(tool.get("name"))[:100]
-                print(f"mcp_min client: tool {name!r} left out: {problem}", file=sys.stderr)
-            else:
-                tools.append(tool)
+        out. The others' schemas say which arguments travel as Mcp-Param headers too."""
+        tools = [tool for tool in await super().list_tools() if not bad_header_annotation(tool)]
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
         return tools
 
@@ -671,20 +647,19 @@ class HTTPClient(Client):
         to on_message. Each time it ends it is opened again, after its retry delay and with
         Last-Event-ID, until RESUME_TRIES opens in a row bring no message. It stops at any status
         but 200 (405: the server has none), for a new session, and with the client."""
-        session, stream, tries = self.session_id, {}, 0
-        while tries < RESUME_TRIES and self.session_id == session:
-            tries += 1
+        session, stream, quiet = self.session_id, {}, 0
+        while quiet < RESUME_TRIES and self.session_id == session:
+            quiet += 1
             resume = {"Last-Event-ID": stream["id"]} if "id" in stream else {}
             try:
                 reader, writer, status, got = await self.send_http(
                     "GET", {**self.headers_for({}), "Accept": "text/event-stream", **resume})
             except OSError:  # the server is gone
-                return opened.set_result(None)
-            if not opened.done():
-                opened.set_result(status)  # connect() goes on
+                return opened.set()
+            opened.set()  # connect() goes on
             try:
                 async for data in reply_messages(reader, got, self.max_message_bytes, stream):
-                    tries = 0
+                    quiet = 0
                     self.receive(data, None, status)
             except Exception:  # a stream that breaks, or is not MCP, ends as a closed one does
                 pass
@@ -737,26 +712,26 @@ class HTTPClient(Client):
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110): no space, no ":"
 
 
-def header_annotation_problem(schema):
-    """What is wrong with the x-mcp-header annotations of a tool's inputSchema, or None (spec
-    2026-07-28, Custom Headers): each is a header name, on a string, integer or boolean property
-    reached through "properties" keys alone, and unique ignoring case."""
-    names, schemas = [], [schema]
-    while schemas:
-        for prop in as_dict(schemas.pop().get("properties")).values():
-            name = as_dict(prop).get("x-mcp-header")
+def bad_header_annotation(tool):
+    """True, with a line on stderr saying why, if an x-mcp-header annotation of the tool breaks
+    the spec's rules (2026-07-28, Custom Headers): each is a header name, on a string, integer or
+    boolean property reached through "properties" keys alone, and unique ignoring case."""
+    names, schemas, problem = [], [as_dict(tool.get("inputSchema"))], None
+    while schemas and not problem:
+        for prop in map(as_dict, as_dict(schemas.pop().get("properties")).values()):
+            name, kind = prop.get("x-mcp-header"), prop.get("type")
             if name is not None and not (isinstance(name, str) and HEADER_NAME.fullmatch(name)):
-                return f"its x-mcp-header {name!r} is not an HTTP header name"
-            if name is not None and prop.get("type") not in ("string", "integer", "boolean"):
-                return f"its x-mcp-header {name!r} is on a {prop.get('type')} property, not a " \
-                       "string, integer or boolean"
-            names += [name.lower()] if name is not None else []
-            schemas.append(as_dict(prop))
-    if len(set(names)) < len(names):
-        return "two of its x-mcp-header names are the same, ignoring case"
-    if json.dumps(schema).count('"x-mcp-header"') > len(names):
-        return "an x-mcp-header of it is not on a property reached through properties alone"
-    return None
+                problem = f"x-mcp-header {name!r} is not an HTTP header name"
+            elif name is not None and kind not in ("string", "integer", "boolean"):
+                problem = f"x-mcp-header {name!r} is on a {kind}, not a string, integer or boolean"
+            names += [name.lower()] if name is not None and not problem else []
+            schemas.append(prop)
+    if not problem and len(set(names)) < len(names):
+        problem = "two x-mcp-header names are the same, ignoring case"
+    if problem:
+        name = str(tool.get("name"))[:100]
+        print(f"mcp_min client: tool {name!r} left out: its {problem}", file=sys.stderr)
+    return bool(problem)
 
 
 def too_big(size, limit):
@@ -1028,11 +1003,16 @@ def search_arguments(tools, question, top_k):
 
 
 def describe_arguments(input_schema):
-    """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema."""
+    """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema; a type
+    that is a list, an anyOf, or an enum: 'string | null', 'one of "a", "b"'."""
     required, parts = as_list(input_schema.get("required")), []
     for name, schema in as_dict(input_schema.get("properties")).items():
-        options = [option.get("type", "?") for option in schema.get("anyOf", [])]
-        kind = schema.get("type") or " | ".join(options)
+        schema = as_dict(schema)
+        types = schema.get("type") or [as_dict(option).get("type", "?")
+                                       for option in as_list(schema.get("anyOf"))]
+        kind = " | ".join(map(str, types)) if isinstance(types, list) else str(types)
+        if "enum" in schema:  # a string one of "a", "b"; or, without a type, just one of them
+            kind = f"{kind} one of {', '.join(map(json.dumps, as_list(schema['enum'])))}".strip()
         how = "required" if name in required else "optional"
         if "default" in schema and name not in required:
             how = f"default {json.dumps(schema['default'])}"
