@@ -411,12 +411,13 @@ class Client:
         place of the one before; returns the filter the server acknowledged (the subset it
         honours). The old stream ends before the new one opens: a change in that moment may be
         missed. The client ends a stream with notifications/cancelled (over HTTP, a hang-up)."""
-        if self.listening:
-            self.listening.cancel()
+        if not self.acknowledged or self.acknowledged.done():  # else a caller still waits on it
+            self.acknowledged = asyncio.get_running_loop().create_future()
+        old, self.listening = self.listening, self.spawn(self.keep_listening())
+        if old:  # ended before the new one starts, so self.listen_id is still the old one's
+            old.cancel()
             with contextlib.suppress(ConnectionError):
                 await self.notify("notifications/cancelled", {"requestId": self.listen_id})
-        self.acknowledged = asyncio.get_running_loop().create_future()
-        self.listening = self.spawn(self.keep_listening())
         return await asyncio.wait_for(self.acknowledged, self.timeout)
 
     async def keep_listening(self):

@@ -164,6 +164,18 @@ def test_legacy_stdio_subscribe_unsubscribe_and_changes_that_come_unasked():
     assert heard == [(UPDATED, {"uri": "x:a"}), (TOOLS, {})]
 
 
+def test_subscriptions_made_at_once_share_the_stream_that_has_them_all():
+    client, sent, heard = scripted({"server/discover": [[DISCOVERED]],
+                                    "subscriptions/listen": [[ACK]]})
+
+    async def body():
+        async with client:
+            await asyncio.gather(client.subscribe("docs:///a"), client.subscribe("docs:///b"))
+    run(body())
+    listens = [line for line in sent if '"subscriptions/listen"' in line]
+    assert listens == [listen_line(2), listen_line(3, ["docs:///a", "docs:///b"])]
+
+
 def test_a_server_that_refuses_to_listen_still_connects_and_subscribe_says_why():
     refused = ('{"jsonrpc":"2.0","id":{id},"error":{"code":-32601,'
                '"message":"Method not found: subscriptions/listen"}}')
