@@ -3,7 +3,8 @@
 server.list_changed(what) ("tools", "prompts", "resources") or, for "updated",
 server.resource_updated(uri). MCP_MIN_DIR, if set, is the folder whose mcp_min.py it runs.
 
-    python tests/changes_server.py          # stdio
+    python tests/changes_server.py              # stdio
+    python tests/changes_server.py --port 8123  # Streamable HTTP at http://127.0.0.1:8123/mcp
 """
 import os
 import sys
@@ -46,4 +47,8 @@ def change(what: str, uri: str = "", later: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if "--port" in sys.argv:
+        import mcp_http
+        mcp_http.serve(server, port=int(sys.argv[sys.argv.index("--port") + 1]))
+    else:
+        server.run()
