@@ -49,6 +49,11 @@ OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
 MAX_INPUT_ROUNDS = 10  # input_required answers to one call (SEP-2322), at most
 MAX_TASKS = 16  # the client's own tasks at once (answers to the server): more questions declined
+CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notification hears
+EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
+                     "resourcesListChanged": True}  # a subscriptions/listen filter
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # a listen stream's first message
+LISTEN_RETRY, MAX_LISTEN_RETRY = 0.5, 30.0  # seconds before a dropped listen stream is re-opened
 
 
 class Client:
@@ -65,12 +70,16 @@ class Client:
     client/elicitation) with {"action": "accept" | "decline" | "cancel", "content": {...}}; it may
     be sync (it runs in a thread) or async. Without it the client declares no elicitation
     capability and declines every question.
+    on_notification(method, params), if given, hears of changes: resources/updated of the URIs
+    passed to subscribe(uri) (until unsubscribe(uri)), and the list_changed of tools, prompts and
+    resources; method is the full name, as "notifications/resources/updated".
     Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
     (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
     """
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
-                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None):
+                 legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None,
+                 on_notification=None):
         self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
         self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
         self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
@@ -80,11 +89,16 @@ class Client:
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
         self.on_elicit, self.tasks = on_elicit, set()  # tasks: answers to the server, its streams
         self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
+        self.on_notification, self.subscriptions = on_notification, set()  # the URIs subscribed to
+        self.listening = self.listen_id = self.acknowledged = None  # the 2026-07-28 listen stream
 
     async def __aenter__(self):
         await self.start()
         try:
             await self.connect()
+            if self.on_notification and self.era == "modern":
+                with contextlib.suppress(MCPError):  # a server with no changes to tell
+                    await self.listen()
         except BaseException:
             await self.close()
             raise
@@ -238,11 +252,11 @@ class Client:
         raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
                                        f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
 
-    async def send_request(self, method, params, timeout=None, on_progress=None):
-        """Send one request under a new id and wait for its answer."""
+    async def send_request(self, method, params, timeout=None, on_progress=None, request_id=None):
+        """Send one request under a new id (or request_id) and wait for its answer."""
         if self.failure:
             raise ConnectionError(self.failure)
-        request_id, params = next(self.ids), dict(params)
+        request_id, params = request_id or next(self.ids), dict(params)
         meta = dict(params.get("_meta", {}))
         if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
             meta.update({META + "protocolVersion": self.protocol_version,
@@ -318,6 +332,13 @@ class Client:
         if method == "notifications/progress" and valid_id(params.get("progressToken")):
             handler = self.progress_handlers.get(params["progressToken"])
             self.call_back(handler, *map(params.get, ("progress", "total", "message")))
+        # 2026-07-28: what a listen stream carries is tagged with its listen request's id
+        tag = as_dict(params.get("_meta")).get(META + "subscriptionId")
+        ours = valid_id(tag) and tag == self.listen_id
+        if str(method).endswith(CHANGES) and (ours or self.era == "legacy"):
+            self.call_back(self.on_notification, method, params)
+        if method == ACKNOWLEDGED and ours and not self.acknowledged.done():
+            self.acknowledged.set_result(as_dict(params.get("notifications")))
         future = self.pending.get(request_id) if valid_id(request_id) else None
         error, result = message.get("error"), message.get("result")
         if future is None or future.done():
@@ -334,6 +355,7 @@ class Client:
         task = asyncio.ensure_future(coroutine)
         self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
         task.add_done_callback(self.tasks.discard)
+        return task
 
     async def answer(self, request):
         """The client's reply to a request of the server's: ping is answered with {}, as the spec
@@ -367,6 +389,56 @@ class Client:
         if as_dict(answer).get("action") not in ("accept", "decline", "cancel"):
             raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
         return answer
+
+    # --- Hearing of changes (spec: server/resources, Subscriptions; List Changed Notification;
+    #     2026-07-28: basic/patterns/subscriptions) ---
+
+    async def subscribe(self, uri, subscribed=True):
+        """Hear when the resource at uri changes (subscribed=False: no longer). Legacy:
+        resources/subscribe (or unsubscribe), its result. 2026-07-28: the listen stream is
+        opened again with uri in its filter (or not); this returns once the server has
+        acknowledged it, with the filter it agreed to."""
+        if self.era == "legacy":
+            method = "resources/subscribe" if subscribed else "resources/unsubscribe"
+            return await self.request(method, {"uri": uri})
+        (self.subscriptions.add if subscribed else self.subscriptions.discard)(uri)
+        return await self.listen()
+
+    async def unsubscribe(self, uri):
+        return await self.subscribe(uri, subscribed=False)
+
+    async def listen(self):
+        """2026-07-28: a listen stream for every list change and the URIs subscribed to, in
+        place of the one before; returns the filter the server acknowledged (the subset it
+        honours). The old stream ends before the new one opens: a change in that moment may be
+        missed. The client ends a stream with notifications/cancelled (over HTTP, a hang-up)."""
+        if not self.acknowledged or self.acknowledged.done():  # else a caller still waits on it
+            self.acknowledged = asyncio.get_running_loop().create_future()
+        old, self.listening = self.listening, self.spawn(self.keep_listening())
+        if old:  # ended before the new one starts, so self.listen_id is still the old one's
+            old.cancel()
+            with contextlib.suppress(ConnectionError):
+                await self.notify("notifications/cancelled", {"requestId": self.listen_id})
+        return await asyncio.wait_for(self.acknowledged, self.timeout)
+
+    async def keep_listening(self):
+        """The listen request (a request that stays open), sent again whenever its stream ends:
+        the server's result, an error, a drop. The wait before each doubles from LISTEN_RETRY
+        up to MAX_LISTEN_RETRY, and starts again after a stream that was acknowledged. A first
+        stream the server refuses fails listen() instead. close() ends it, as does a failure."""
+        first, delay = self.acknowledged, LISTEN_RETRY / 2
+        while not self.failure:
+            self.listen_id = next(self.ids)
+            wanted = {**EVERY_LIST_CHANGE, "resourceSubscriptions": sorted(self.subscriptions)}
+            try:
+                await self.send_request("subscriptions/listen", {"notifications": wanted},
+                                        float("inf"), request_id=self.listen_id)
+            except (MCPError, ConnectionError) as e:
+                if not first.done():
+                    return first.set_exception(e)
+            delay = LISTEN_RETRY if self.acknowledged.done() else min(delay * 2, MAX_LISTEN_RETRY)
+            await asyncio.sleep(delay)
+            self.acknowledged = asyncio.get_running_loop().create_future()
 
     def refuse_oversized(self, head, size):
         """An answer over max_message_bytes fails only the request whose id it starts with."""
