@@ -44,7 +44,7 @@ server, top to bottom:
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
 import asyncio, base64, collections, concurrent.futures, contextlib, functools, inspect, json
-import math, os, re, signal, stat, sys, threading, traceback, types, typing, urllib.parse
+import math, os, re, signal, stat, sys, threading, traceback, types, typing, urllib.parse, weakref
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
@@ -55,6 +55,10 @@ MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
 PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
+# Change notifications: per client, listen streams open at once and resource subscriptions; per
+# listener, notifications waiting for its event loop (past that, changes are dropped, not queued).
+MAX_LISTENS, MAX_SUBSCRIPTIONS, MAX_QUEUED = 16, 1000, 256
+LIST_KINDS = ("tools", "prompts", "resources")  # lists whose changes a client can hear of
 # 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
 # Definitions change only with the code; what a resource's function returns may change any time.
 CACHE_TTL_MS = {"server/discover": 3_600_000, "tools/list": 3_600_000, "prompts/list": 3_600_000,
@@ -376,6 +380,32 @@ class Context:
     async def report_on_loop(self, *args):  # the answer may have gone since: checked again
         self.report_progress(*args)
 
+    def close_stream(self):
+        """SSE polling (SEP-1699; Streamable HTTP, 2025-11-25 only): end this call's SSE stream
+        now; the client reconnects with GET and Last-Event-ID, and the rest comes there. Call it
+        from the event loop (an async tool). Elsewhere it does nothing."""
+        getattr(self.send, "close_stream", lambda: None)()
+
+
+class Listener:
+    """Where change notifications go (spec: server/resources, Subscriptions; list changes;
+    2026-07-28: basic/patterns/subscriptions): a legacy client, or a subscriptions/listen stream,
+    whose notifications carry the listen's id. `wants` holds the topics it hears of: the lists
+    ("tools", "prompts", "resources") and the URIs of resources (each has a ":", a list's name
+    none). It is in the server's listeners while something (its session or its listen) has it."""
+
+    def __init__(self, server, send, wants, subscription_id=None):
+        self.send, self.wants, self.subscription_id = send, wants, subscription_id
+        self.loop, self.queued, self.ended = asyncio.get_running_loop(), 0, asyncio.Event()
+        with server.listeners_lock:
+            server.listeners.add(self)
+
+    def notify(self, method, params, queued=0):  # on the listener's event loop
+        self.queued -= queued  # see Server.announce
+        if self.subscription_id is not None:
+            params = {**params, "_meta": {META + "subscriptionId": self.subscription_id}}
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
 
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
 
@@ -385,6 +415,8 @@ class Server:
         # prompts: name -> Feature; resources: URI or URI template -> Feature, in order.
         self.info, self.instructions = {"name": name, "version": version}, instructions
         self.tools, self.prompts, self.resources = {}, {}, {}
+        # Every Listener, of every client and thread; a legacy session's goes with its session.
+        self.listeners, self.listeners_lock = weakref.WeakSet(), threading.Lock()
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: the function becomes a tool. Its name, docstring and type hints make the
@@ -443,24 +475,31 @@ class Server:
     def description(self):
         """What initialize and server/discover say of us besides serverInfo: a capability for each
         kind of thing registered, and completions wherever there are arguments to complete (those
-        of prompts, the variables of URI templates). Our lists never change while we run, and
-        nobody can subscribe: listChanged and subscribe are left out, which means false."""
+        of prompts, the variables of URI templates). Server code may announce changes of each
+        list (list_changed), and resources can be subscribed to (resource_updated)."""
         features = {"tools": self.tools, "resources": self.resources, "prompts": self.prompts,
                     "completions": self.prompts or self.resources}
-        capabilities = {key: {} for key, found in features.items() if found}
+        changes = {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
+                   "resources": {"listChanged": True, "subscribe": True}}
+        capabilities = {key: dict(changes.get(key, {})) for key, found in features.items() if found}
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
 
-    async def handle(self, message, send):
+    async def handle(self, message, send, session=None):
         """Answer one well-formed request with its response; a cancelled request raises
         CancelledError instead. A tool's notifications reach the client through send(message)
-        while it runs."""
+        while it runs. session: the state of the client it came from (see serve_stdio); its
+        "notify", if given, sends a legacy client notifications outside any request."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
+        session = {"in_flight": {}} if session is None else session
         try:
             modern = method != "initialize" and self.modern_version(method, params)
             if method == "initialize":  # the legacy handshake; an unknown version gets our latest
                 requested = string_field(params, "protocolVersion")
                 version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
                 result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
+                if "notify" in session:  # from now on, this client hears of list changes
+                    lists = {kind for kind in LIST_KINDS if getattr(self, kind)}
+                    session["listener"] = Listener(self, session["notify"], lists)
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
@@ -485,10 +524,16 @@ class Server:
                 result = await self.get_prompt(params)
             elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
+            elif method in ("resources/subscribe", "resources/unsubscribe") and self.resources \
+                    and "listener" in session and not modern:
+                result = await self.subscribe(params, session, method)
+            elif method == "subscriptions/listen" and modern:
+                result = await self.listen(params, request_id, send, session)
             else:
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
             if modern:  # 2026-07-28: stateless; every result says it is complete, and who answers
-                result.update(resultType="complete", _meta={META + "serverInfo": self.info})
+                meta = {**result.get("_meta", {}), META + "serverInfo": self.info}
+                result.update(resultType="complete", _meta=meta)
             if modern and method in CACHE_TTL_MS:  # what we serve does not depend on who asks
                 result.update(ttlMs=CACHE_TTL_MS[method], cacheScope="public")
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -537,10 +582,13 @@ class Server:
                 arguments[context_param].cancelled = True
 
     def handle_notification(self, message, session):
-        """notifications/cancelled stops a request; no other notification needs anything."""
+        """notifications/cancelled stops a request, and ends a listen stream, which answers its
+        complete result; no other notification needs anything."""
         request_id = message.get("params", {}).get("requestId")
         cancelled = message["method"] == "notifications/cancelled" and valid_id(request_id)
-        if cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
+        if cancelled and request_id in session.get("listening", {}):
+            session["listening"][request_id].ended.set()
+        elif cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
             session["in_flight"].pop(request_id).cancel()
 
     # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
@@ -604,6 +652,68 @@ class Server:
         return {"completion": {"values": values[:100], "total": len(values),
                                "hasMore": len(values) > 100}}
 
+    # --- Change notifications: server code announces, from any thread; each listener that
+    #     wants it hears (spec: resources Subscriptions, list changes; subscriptions/listen) ---
+
+    def list_changed(self, kind):
+        """Tell clients that the list of "tools", "prompts" or "resources" changed: every legacy
+        client, and each listen stream that asked for it. Safe to call from any thread."""
+        self.announce(f"notifications/{kind}/list_changed", {}, kind)
+
+    def resource_updated(self, uri):
+        """Tell the clients that subscribed to uri that it changed: they read it again if they
+        care. Safe to call from any thread."""
+        self.announce("notifications/resources/updated", {"uri": uri}, uri)
+
+    def announce(self, method, params, topic):
+        """Hand the notification to the event loop of each listener of the topic, which sends it.
+        A listener with MAX_QUEUED waiting (its loop is stuck, or changes come in a flood) misses
+        this one: a change is a hint to read again, and memory stays flat."""
+        with self.listeners_lock:  # another thread may be adding one
+            listeners = list(self.listeners)
+        for listener in listeners:
+            if topic in listener.wants and listener.queued < MAX_QUEUED:
+                listener.queued += 1
+                with contextlib.suppress(RuntimeError):  # its event loop has closed
+                    listener.loop.call_soon_threadsafe(listener.notify, method, params, 1)
+
+    async def subscribe(self, params, session, method):
+        """resources/subscribe and resources/unsubscribe (legacy): notifications/resources/updated
+        for the URIs subscribed to. A URI that cannot be read is not found, as for resources/read;
+        to unsubscribe from a URI not subscribed to is no error."""
+        await self.read_resource(params)
+        topics, subscribing = session["listener"].wants, method == "resources/subscribe"
+        if subscribing and len(topics) > MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_REQUEST, f"at most {MAX_SUBSCRIPTIONS} subscriptions a client")
+        (topics.add if subscribing else topics.discard)(params["uri"])
+        return {}
+
+    async def listen(self, params, request_id, send, session):
+        """subscriptions/listen (2026-07-28): first the acknowledgement, with the part of the
+        filter honoured (the lists this server has; URIs if it has resources), then what server
+        code announces, until the client cancels (stdio), closes the stream (HTTP: that cancels
+        the request) or the server stops: then the complete result."""
+        asked = params.get("notifications")
+        uris = asked.get("resourceSubscriptions", []) if isinstance(asked, dict) else None
+        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
+            raise MCPError(INVALID_PARAMS, 'Invalid params: "notifications" must be a filter')
+        listening = session.setdefault("listening", {})
+        if len(listening) >= MAX_LISTENS or len(uris) > MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_REQUEST, f"Invalid Request: at most {MAX_LISTENS} listen "
+                                            f"streams a client, {MAX_SUBSCRIPTIONS} URIs each")
+        lists = [kind for kind in LIST_KINDS
+                 if getattr(self, kind) and asked.get(kind + "ListChanged") is True]
+        uris = list(dict.fromkeys(uris)) if self.resources else []
+        honoured = {**{kind + "ListChanged": True for kind in lists},
+                    **({"resourceSubscriptions": uris} if uris else {})}
+        listener = listening[request_id] = Listener(self, send, {*lists, *uris}, request_id)
+        listener.notify("notifications/subscriptions/acknowledged", {"notifications": honoured})
+        try:
+            await listener.ended.wait()
+        finally:
+            del listening[request_id]
+        return {"_meta": {META + "subscriptionId": request_id}}
+
     # === 6. The stdio loop (spec: basic/transports/stdio) ===
 
     def run(self):
@@ -641,6 +751,7 @@ class Server:
                 serving.cancel("the client closed stdout")
             elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
+        session["notify"] = send  # a legacy client's change notifications share stdout
         for signum in (signal.SIGINT, signal.SIGTERM):  # each cancels this task, saying why
             loop.add_signal_handler(signum, serving.cancel, f"stopped by {signum.name}")
         try:
@@ -656,6 +767,8 @@ class Server:
                     await asyncio.wait(in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
                 if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+            for listener in list(session.get("listening", {}).values()):  # EOF: they end, too
+                listener.ended.set()
             if in_flight:
                 await asyncio.wait(list(in_flight.values()))
         except (asyncio.CancelledError, TimeoutError) as stopped:
@@ -692,7 +805,7 @@ class Server:
 
     async def answer(self, message, session, send):
         # Sending from inside the task, not from a done-callback, saves an event-loop turn.
-        response = await self.handle(message, send)
+        response = await self.handle(message, send, session)
         # Only while in_flight holds this task: a tool that swallowed its cancellation returns,
         # but a cancelled request gets no answer, and a later request may have its id by now.
         if session["in_flight"].get(message["id"]) is asyncio.current_task():
