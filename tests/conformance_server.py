@@ -9,7 +9,7 @@ Tool names and results follow the suite's scenario descriptions (src/scenarios/s
 github.com/modelcontextprotocol/conformance). Not here: sampling and elicitation (the suite's
 test_sampling, test_elicitation), because mcp_min servers send no requests to the client; and
 logging (test_tool_with_logging, test_logging_tool), which mcp_min left out to stay small, as
-2026-07-28 deprecates it; and resources/subscribe, as mcp_min left subscriptions out.
+2026-07-28 deprecates it.
 """
 import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
@@ -112,6 +112,35 @@ async def test_logging_tool() -> str:
 
 
 @server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream at once (SSE polling, SEP-1699): the result comes on the next."""
+    ctx.close_stream()
+    await asyncio.sleep(0.1)
+    return "Reconnection test completed successfully"
+
+
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Announces that the tool list changed (notifications/tools/list_changed)."""
+    server.list_changed("tools")
+    return "tools/list_changed sent"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Announces that the prompt list changed (notifications/prompts/list_changed)."""
+    server.list_changed("prompts")
+    return "prompts/list_changed sent"
+
+
+@server.tool()
+def test_trigger_resource_update(uri: str = "test://watched-resource") -> str:
+    """Announces that a resource changed (notifications/resources/updated); not in the suite."""
+    server.resource_updated(uri)
+    return f"resources/updated sent for {uri}"
+
+
+@server.tool()
 def test_header_param(region: str, query: str = "") -> str:
     """Echoes region, which travels as the header Mcp-Param-Region in protocol 2026-07-28."""
     return f"region={region}"
@@ -149,6 +178,12 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
 def static_text() -> str:
     """A fixed text resource."""
     return "This is the content of the static text resource."
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource to subscribe to (resources-subscribe, resources-unsubscribe)."""
+    return "This resource is watched."
 
 
 @server.resource("test://static-binary", mime_type="image/png")
