@@ -32,8 +32,9 @@ from http import HTTPStatus
 
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
                      MAX_BACKLOG, MAX_MESSAGE_BYTES, MAX_THREADS, META, METHOD_NOT_FOUND,
-                     MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, MCPError, check_request,
-                     encode, encode_reply, error_response, parse_message, valid_id)
+                     MISSING_CAPABILITY, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION,
+                     MCPError, check_request, encode, encode_reply, error_response, parse_message,
+                     valid_id)
 
 ENDPOINT = "/mcp"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the default allow-list for Host and Origin
@@ -50,7 +51,7 @@ RETRY_MS, MAX_STREAMS = 1000, 4
 HEADER_MISMATCH = -32020
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
-                UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+                UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # Mcp-Name
 Request = collections.namedtuple("Request", "method path headers body")
 
@@ -327,7 +328,11 @@ class HTTPTransport:
             message = parse_message(request.body)
             request_id = message.get("id") if valid_id(message.get("id")) else None
             if "method" not in message and ("result" in message or "error" in message):
-                return await self.send(writer, 202, {})  # a response: this server asks nothing
+                # A client's answer to our request (elicitation/create, say) in a legacy session:
+                # to the call that waits for it. Any other is ignored: nobody waits for it.
+                session = self.sessions.get(headers.get("mcp-session-id"))
+                self.server.receive_response(message, session or {})
+                return await self.send(writer, 202, {})
             check_request(message)  # a request's id is checked there too
         except MCPError as e:
             raise HTTPError(400, e, request_id) from None
@@ -412,7 +417,7 @@ class HTTPTransport:
         if message["method"] == "subscriptions/listen" and not sse:
             raise HTTPError(400, "subscriptions/listen needs Accept: text/event-stream", request_id)
         polling = not modern and request.headers.get("mcp-protocol-version") == "2025-11-25"
-        answer = Answer(writer, self.write_timeout, sse, polling and session)
+        answer = Answer(writer, self.write_timeout, sse, None if modern else session, polling)
         task = asyncio.ensure_future(self.server.handle(message, answer, session))
         in_flight[request_id] = task  # where notifications/cancelled finds it
         task.add_done_callback(  # forget it, unless a newer request has taken its id
@@ -464,7 +469,7 @@ class HTTPTransport:
         if last is not None and (stream_id not in streams or not number.isdigit()):
             raise HTTPError(400, "unknown Last-Event-ID: that stream's events are gone")
         if last is None and not session.get("stream"):
-            session["stream"] = Answer(writer, self.write_timeout, True, session)
+            session["stream"] = Answer(writer, self.write_timeout, True, session, True)
         answer = streams[stream_id] if last is not None else session["stream"]
         answer.writer, answer.streaming = writer, False
         await answer.send(b"".join(event for n, event in answer.events if n > int(number or 0)))
@@ -488,29 +493,38 @@ class Answer:
     event has an id, the stream's id and a number, and the last ones are kept for a client that
     reconnects with Last-Event-ID (HTTPTransport.follow); a GET stream is one too."""
 
-    def __init__(self, writer, write_timeout, sse, session=None):
+    def __init__(self, writer, write_timeout, sse, session=None, resumable=False):
         self.writer, self.write_timeout, self.sse = writer, write_timeout, sse
         self.headers, self.streaming, self.behind_since = {}, False, None
-        self.stream_id, self.done = secrets.token_hex(8), asyncio.Event()
+        self.session, self.stream_id, self.done = session, secrets.token_hex(8), asyncio.Event()
         self.sent, self.kept = 0, 0  # events numbered so far; bytes of those kept
-        self.events = collections.deque() if session else None  # (number, event), kept
-        if session:  # a session keeps its last MAX_STREAMS streams
+        self.events = collections.deque() if resumable else None  # (number, event), kept
+        if resumable:  # a session keeps its last MAX_STREAMS streams
             streams = session.setdefault("streams", {})
             streams[self.stream_id] = self
             streams.pop(next(iter(streams))) if len(streams) > MAX_STREAMS else None
 
     def notify(self, message):
-        """The send() that Server.handle gets, for notifications, as on stdio: written at once,
-        or skipped while the peer leaves MAX_BACKLOG unread (progress is a hint; the next one
+        """The send() that Server.handle gets, as on stdio, for notifications and for our
+        requests to the client (legacy elicitation/create): written at once; a notification is
+        skipped while the peer leaves MAX_BACKLOG unread (progress is a hint; the next one
         carries the latest value). A peer that stays behind for write_timeout is cut off. A
         JSON-only client never sees notifications, nor one that hung up: a legacy call runs on
-        after that, and asyncio would log each write to the closed connection."""
+        after that, and asyncio would log each write to the closed connection. A request that
+        cannot go out here goes on the session's GET stream, if it has one, else fails its call
+        at once. On a resumable stream, what cannot go out is kept for the client's return."""
         line = encode_reply(message)  # empty: JSON cannot carry it; it is dropped, not the stream
-        if not (self.sse and line):
+        closed = self.writer.transport.is_closing() and self.events is None
+        stream = (self.session or {}).get("stream")
+        if not (self.sse and line) or closed:
+            if "id" in message and stream not in (None, self):
+                return stream(message)
+            if "id" in message:
+                raise ConnectionError("the client reads no SSE stream here, which a request needs")
             return
-        if self.writer.transport.is_closing():  # kept for a resumption, if the stream has one
+        if self.writer.transport.is_closing():  # kept for the GET that resumes the stream
             return self.event(b"event: message\ndata: " + line + b"\n")
-        if self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
+        if "id" in message or self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
             self.behind_since = None
             self.writer.write(self.stream_head() + self.event(b"event: message\ndata: " + line
                                                               + b"\n"))

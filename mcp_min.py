@@ -43,8 +43,9 @@ server, top to bottom:
   6. The stdio loop: reading, backpressure, shutdown.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
-import asyncio, base64, collections, concurrent.futures, contextlib, functools, inspect, json
-import math, os, re, signal, stat, sys, threading, traceback, types, typing, urllib.parse, weakref
+import asyncio, base64, collections, concurrent.futures, contextlib, functools, hashlib, hmac
+import inspect, json, math, os, re, secrets, signal, stat, sys, threading, time
+import traceback, types, typing, urllib.parse, weakref
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
@@ -63,9 +64,12 @@ LIST_KINDS = ("tools", "prompts", "resources")  # lists whose changes a client c
 # Definitions change only with the code; what a resource's function returns may change any time.
 CACHE_TTL_MS = {"server/discover": 3_600_000, "tools/list": 3_600_000, "prompts/list": 3_600_000,
                 "resources/templates/list": 3_600_000, "resources/list": 0, "resources/read": 0}
-# The JSON-RPC 2.0 error codes, and the one 2026-07-28 adds: no protocol version in common.
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
-INVALID_PARAMS, INTERNAL_ERROR, UNSUPPORTED_VERSION = -32602, -32603, -32022
+ANSWER_TIMEOUT = 600.0  # seconds a client gets to answer our request (a person fills in a form)
+STATE_TTL = 600  # seconds a 2026-07-28 requestState stays valid
+# The JSON-RPC 2.0 error codes, and two that 2026-07-28 adds: no protocol version in common, and
+# a request that needs a capability the client did not declare.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR, UNSUPPORTED_VERSION, MISSING_CAPABILITY = -32603, -32022, -32021
 
 
 class MCPError(Exception):
@@ -280,6 +284,27 @@ def describe_parameters(func, where):
     return {**{k: v for k, v in schema.items() if v}, "additionalProperties": False}, context_param
 
 
+# What an elicitation form may hold (spec: client/elicitation): a flat object of primitives,
+# each with a default if wanted (SEP-1034); enums in the five forms of SEP-1330: a string with
+# enum, oneOf [{const, title}] or enum + enumNames; an array whose items have enum or anyOf.
+FORM_KEYS = {"string": {"minLength", "maxLength", "format", "enum", "enumNames", "oneOf"},
+             "number": {"minimum", "maximum"}, "integer": {"minimum", "maximum"},
+             "boolean": set(), "array": {"items", "minItems", "maxItems"}}
+FORMATS = (None, "email", "uri", "date", "date-time")
+
+
+def check_form(schema):
+    """Refuse a requestedSchema that a client need not render, saying why (TypeError)."""
+    fields = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(fields, dict) or schema.get("type") != "object":
+        raise TypeError('a form is {"type": "object", "properties": {...}, "required": [...]}')
+    for name, field in fields.items():
+        kind = field.get("type") if isinstance(field, dict) else None
+        allowed = FORM_KEYS.get(kind, set()) | {"type", "title", "description", "default"}
+        if kind not in FORM_KEYS or field.keys() - allowed or field.get("format") not in FORMATS:
+            raise TypeError(f"form field {name!r}: a primitive or enum with only {sorted(allowed)}")
+
+
 def define(func, name, title, doc, **rest):
     """A tool's, a prompt's or a resource's definition, as a list sends it: its name (the
     function's, unless another is given), title and description, then the rest of its fields."""
@@ -289,8 +314,8 @@ def define(func, name, title, doc, **rest):
 # A prompt or a resource, as registered: its function; its definition (what a list sends); the
 # schema of its arguments (a prompt's) or variables (a URI template's); their completers; and for
 # a resource, the regular expression the URIs it serves match, and its listing function.
-Feature = collections.namedtuple("Feature", "func definition schema completers pattern listing",
-                                 defaults=(None, None))
+Feature = collections.namedtuple(
+    "Feature", "func definition schema completers context pattern listing", defaults=(None, None))
 
 
 # Return ToolResult(content, structured=None, is_error=False) from a tool for full control:
@@ -351,16 +376,83 @@ def failure(error):
     return f"{type(error).__name__}: {error}"
 
 
-class Context:
-    """Given to a tool that asks for it (a parameter annotated Context): progress reports, and the
-    cancelled flag, set once the request is cancelled or answered: a sync tool, or a thread it
-    started, can watch it to stop early. For logs, write to stderr: MCP's logging is deprecated
-    since 2026-07-28, and hosts show a server's stderr."""
+class InputRequired(BaseException):
+    """Context.ask raises it in 2026-07-28 when a question has no answer yet: the function stops,
+    and the request answers input_required (SEP-2322); the client's retry runs it again. A
+    BaseException, so that a tool's `except Exception` does not swallow it. Its args: the
+    requests still unanswered, {key: {"method", "params"}}, and retry_later's memo."""
 
-    def __init__(self, send, request_id, progress_token):
-        self.send, self.request_id, self.progress_token = send, request_id, progress_token
+
+class Context:
+    """Given to a tool, a prompt or a resource function that asks for it (a parameter annotated
+    Context): progress reports; questions for the user (elicit); auth, the identity the HTTP
+    token check found (None on stdio); and the cancelled flag, set once the request is cancelled
+    or answered: a sync tool, or a thread it started, can watch it to stop early. For logs, write
+    to stderr: MCP's logging is deprecated since 2026-07-28, and hosts show a server's stderr."""
+
+    def __init__(self, send, request_id, params, session, modern):
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        self.send, self.request_id, self.session, self.modern = send, request_id, session, modern
+        self.progress_token, self.auth = meta.get("progressToken"), session.get("auth")
         self.loop, self.loop_thread = asyncio.get_running_loop(), threading.get_ident()
-        self.cancelled = False
+        declared = meta.get(META + "clientCapabilities") if modern else session.get("capabilities")
+        self.capabilities = declared or {}  # what we may ask of the client
+        # 2026-07-28: the answers a retry brought, those read so far, and retry_later's memo.
+        self.answers, self.used, self.memo, self.cancelled = {}, {}, None, False
+
+    async def elicit(self, message, schema, key="answer"):
+        """Ask the user to fill in a form, a flat object of primitives (see check_form). Returns
+        the client's {"action": "accept" | "decline" | "cancel", "content"?: {...}}. key names the
+        question, unique within the call: in 2026-07-28 the retry answers it under that key."""
+        check_form(schema)
+        params = {"mode": "form", "message": message, "requestedSchema": schema}
+        return (await self.ask({key: {"method": "elicitation/create", "params": params}}))[key]
+
+    def elicit_sync(self, message, schema, key="answer"):
+        """elicit() for a def function, which runs in a worker thread: it waits for the answer."""
+        asking = asyncio.run_coroutine_threadsafe(self.elicit(message, schema, key), self.loop)
+        return asking.result()  # elicit() has its own timeout
+
+    def retry_later(self, memo=None):
+        """2026-07-28 only: answer "come back later", a result with only requestState. The retry
+        runs the function again, with ctx.memo = memo (any JSON value: signed, but readable)."""
+        raise InputRequired({}, memo) if self.modern else RuntimeError("needs 2026-07-28")
+
+    async def ask(self, requests):
+        """Send the client requests, {key: {"method", "params"}}, all at once; returns {key: its
+        result}. Each needs the client capability its method starts with, else -32021: for
+        elicitation/create, "elicitation" (sampling/createMessage: "sampling"). Legacy: real
+        requests, over stdio or on the call's SSE stream. 2026-07-28: the retry's answers, or
+        InputRequired for those still missing, all asked in one round."""
+        for name in {request["method"].partition("/")[0] for request in requests.values()}:
+            if name not in self.capabilities:
+                raise MCPError(MISSING_CAPABILITY, f"Missing required client capability: {name}",
+                               {"requiredCapabilities": {name: {}}})
+        if not self.modern:
+            answers = await asyncio.gather(*map(self.request, requests.values()))
+        elif requests.keys() - self.answers.keys():
+            raise InputRequired({k: r for k, r in requests.items() if k not in self.answers}, None)
+        else:
+            answers = [self.answers[key] for key in requests]
+            self.used.update(zip(requests, answers))
+        return {key: check_answer(requests[key], a) for key, a in zip(requests, answers)}
+
+    async def request(self, request):
+        """Legacy: one request to the client, and its result. The client's response comes back
+        through Server.receive_response. No answer in ANSWER_TIMEOUT, or an error: it raises."""
+        request_id = f"mcp-min-{secrets.token_hex(8)}"  # unguessable, so no other call's answer
+        pending = self.session.setdefault("asked", {})
+        pending[request_id] = self.loop.create_future()
+        try:
+            self.send({"jsonrpc": "2.0", "id": request_id, **request})
+            response = await asyncio.wait_for(pending[request_id], ANSWER_TIMEOUT)
+        except TimeoutError:
+            raise TimeoutError(f"{request['method']}: no answer in {ANSWER_TIMEOUT:g} s") from None
+        finally:
+            pending.pop(request_id, None)
+        if not isinstance(response.get("result"), dict):
+            raise RuntimeError(f"{request['method']} failed: {str(response.get('error'))[:200]}")
+        return response["result"]
 
     def report_progress(self, progress, total=None, message=None):
         """notifications/progress, if the request carried a progressToken. Progress must increase.
@@ -407,14 +499,37 @@ class Listener:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
 
+def check_answer(request, answer):
+    """An answer is an object; one to an elicitation has an action, and content that is an
+    object. A malformed answer is the request's error (-32602)."""
+    form = answer if request["method"] == "elicitation/create" else {"action": "accept"}
+    if not (isinstance(answer, dict) and form.get("action") in ("accept", "decline", "cancel")
+            and isinstance(form.get("content", {}), dict)):
+        raise MCPError(INVALID_PARAMS, f"Invalid params: a malformed answer to {request['method']}")
+    return answer
+
+
+def binding(message, session):
+    """What a requestState is valid for: this method, name and arguments, and this user."""
+    params, auth = message.get("params", {}), session.get("auth")
+    user = auth.get("subject", auth.get("sub", auth)) if isinstance(auth, dict) else auth
+    name = params.get("uri") if message["method"] == "resources/read" else params.get("name")
+    fields = [message["method"], name, params.get("arguments"), repr(user)]
+    return hashlib.sha256(encode(fields)).hexdigest()
+
+
 # === 4. The server: each request in the era it asks for (spec: basic/lifecycle, versioning) ===
 
 class Server:
-    def __init__(self, name, version="0.1.0", instructions=None):
+    def __init__(self, name, version="0.1.0", instructions=None, state_key=None):
+        """state_key (str or bytes) signs 2026-07-28 requestState: replicas behind one load
+        balancer share it. Default: $MCP_STATE_KEY, else a random key for this process."""
         # tools: name -> (function, definition, name of its Context parameter), in order.
         # prompts: name -> Feature; resources: URI or URI template -> Feature, in order.
         self.info, self.instructions = {"name": name, "version": version}, instructions
         self.tools, self.prompts, self.resources = {}, {}, {}
+        key = state_key or os.environ.get("MCP_STATE_KEY") or secrets.token_hex(32)
+        self.state_key = key.encode() if isinstance(key, str) else key
         # Every Listener, of every client and thread; a legacy session's goes with its session.
         self.listeners, self.listeners_lock = weakref.WeakSet(), threading.Lock()
 
@@ -443,7 +558,7 @@ class Server:
         value is what the user typed so far, arguments the variables already filled in (values
         of a Literal hint complete without one)."""
         def register(func):
-            schema, _ = describe_parameters(func, f"resource {uri}")
+            schema, context_param = describe_parameters(func, f"resource {uri}")
             # The URI matches as written, but for each {variable}: one path segment, not empty.
             pattern = re.compile(re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/?#]+)", re.escape(uri)))
             if set(pattern.groupindex) != set(schema.get("properties", {})):  # {+path}, say
@@ -451,8 +566,8 @@ class Server:
                                 "{variable} of the URI, of the same name (RFC 6570, level 1)")
             fields = {"uriTemplate" if pattern.groupindex else "uri": uri, "mimeType": mime_type}
             definition = define(func, name, title, description or inspect.getdoc(func), **fields)
-            self.resources[uri] = Feature(func, definition, schema, complete or {}, pattern,
-                                          listing)
+            self.resources[uri] = Feature(func, definition, schema, complete or {}, context_param,
+                                          pattern, listing)
             return func
         return register
 
@@ -463,12 +578,13 @@ class Server:
         or "assistant", "content": a text, image, audio or resource content block}. complete: as
         for resource(), {argument: function(value, arguments) -> list of str}."""
         def register(func):
-            schema, _ = describe_parameters(func, f"prompt {name or func.__name__}")
+            schema, context_param = describe_parameters(func, f"prompt {name or func.__name__}")
             arguments = [without_none({"name": key, "description": value.get("description"),
                                        "required": key in schema.get("required", ())})
                          for key, value in schema.get("properties", {}).items()]
             definition = define(func, name, title, inspect.getdoc(func), arguments=arguments)
-            self.prompts[definition["name"]] = Feature(func, definition, schema, complete or {})
+            self.prompts[definition["name"]] = Feature(func, definition, schema, complete or {},
+                                                       context_param)
             return func
         return register
 
@@ -486,17 +602,19 @@ class Server:
 
     async def handle(self, message, send, session=None):
         """Answer one well-formed request with its response; a cancelled request raises
-        CancelledError instead. A tool's notifications reach the client through send(message)
-        while it runs. session: the state of the client it came from (see serve_stdio); its
-        "notify", if given, sends a legacy client notifications outside any request."""
+        CancelledError instead. A tool's notifications and requests reach the client through
+        send(message) while it runs. session: the state of the client it came from (see
+        serve_stdio); its "auth" is the identity an HTTP token check found; its "notify", if
+        given, sends a legacy client notifications outside any request."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
-        session = {"in_flight": {}} if session is None else session
+        session = {} if session is None else session
         try:
             modern = method != "initialize" and self.modern_version(method, params)
             if method == "initialize":  # the legacy handshake; an unknown version gets our latest
                 requested = string_field(params, "protocolVersion")
                 version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
                 result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
+                session["capabilities"] = params.get("capabilities")  # what we may ask of it
                 if "notify" in session:  # from now on, this client hears of list changes
                     lists = {kind for kind in LIST_KINDS if getattr(self, kind)}
                     session["listener"] = Listener(self, session["notify"], lists)
@@ -505,7 +623,7 @@ class Server:
             elif method == "server/discover":
                 result = {"supportedVersions": MODERN_VERSIONS, **self.description()}
             elif method == "tools/call" and self.tools:  # a feature not registered: not found
-                result = await self.call_tool(params, request_id, send)
+                result = await self.asking(self.call_tool, message, send, session, modern)
             elif method == "tools/list" and self.tools:
                 result = page([tool[1] for tool in self.tools.values()], params, "tools")
             elif method == "resources/list" and self.resources:  # fixed ones, then those listed
@@ -517,11 +635,11 @@ class Server:
                 templates = [r.definition for r in self.resources.values() if r.pattern.groupindex]
                 result = page(templates, params, "resourceTemplates")
             elif method == "resources/read" and self.resources:
-                result = await self.read_resource(params)
+                result = await self.asking(self.read_resource, message, send, session, modern)
             elif method == "prompts/list" and self.prompts:
                 result = page([p.definition for p in self.prompts.values()], params, "prompts")
             elif method == "prompts/get" and self.prompts:
-                result = await self.get_prompt(params)
+                result = await self.asking(self.get_prompt, message, send, session, modern)
             elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
             elif method in ("resources/subscribe", "resources/unsubscribe") and self.resources \
@@ -531,10 +649,12 @@ class Server:
                 result = await self.listen(params, request_id, send, session)
             else:
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
-            if modern:  # 2026-07-28: stateless; every result says it is complete, and who answers
-                meta = {**result.get("_meta", {}), META + "serverInfo": self.info}
-                result.update(resultType="complete", _meta=meta)
-            if modern and method in CACHE_TTL_MS:  # what we serve does not depend on who asks
+            if modern:  # 2026-07-28: stateless; every result says what it is, and who answers
+                result.setdefault("resultType", "complete")
+                result["_meta"] = {**result.get("_meta", {}), META + "serverInfo": self.info}
+            # What we serve does not depend on who asks; but a retry's answer is its own.
+            first = not params.keys() & {"inputResponses", "requestState"}
+            if modern and method in CACHE_TTL_MS and result["resultType"] == "complete" and first:
                 result.update(ttlMs=CACHE_TTL_MS[method], cacheScope="public")
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
@@ -557,7 +677,57 @@ class Server:
                            {"supported": MODERN_VERSIONS, "requested": version})
         return version
 
-    async def call_tool(self, params, request_id, send):
+    # --- Questions for the user: elicitation, in both eras (client/elicitation; SEP-2322) ---
+
+    async def asking(self, serve, message, send, session, modern):
+        """tools/call, prompts/get or resources/read, whose function may ask the client (Context).
+        2026-07-28: a question still unanswered makes the result input_required, with the
+        questions under their keys and a signed requestState; the retry brings the answers: those
+        of this round for the keys asked (others are ignored), and of earlier ones, in the state."""
+        params = message.get("params", {})
+        ctx = Context(send, message["id"], params, session, modern)
+        responses, state = params.get("inputResponses"), params.get("requestState")
+        responses = responses if isinstance(responses, dict) else {}  # an answer: check_answer
+        fields = {"asked": list(responses), "answers": {}, "memo": None}  # no state: a 1st round
+        if modern and state is not None:
+            fields = self.unseal(state, binding(message, session))
+        fresh = {key: responses[key] for key in fields["asked"] if key in responses}
+        ctx.answers, ctx.memo = {**fields["answers"], **fresh}, fields["memo"]
+        try:
+            return await serve(params, ctx)
+        except InputRequired as asked:
+            requests, memo = asked.args
+            fields = {"for": binding(message, session), "expires": time.time() + STATE_TTL,
+                      "asked": list(requests), "answers": ctx.used, "memo": memo}
+            body = base64.urlsafe_b64encode(encode(fields).strip()).decode()
+            return without_none({"resultType": "input_required", "inputRequests": requests or None,
+                                 "requestState": body + "." + self.signature(body)})
+        finally:  # a sync function's thread may run on after a cancel, or a thread it started
+            ctx.cancelled = True  # after the answer: they can see this, and report nothing more
+
+    def signature(self, body):
+        """requestState is its fields as base64url JSON, a dot, and this HMAC-SHA256 of them.
+        Signed, so that nobody can forge or change it; not encrypted: the client can read it."""
+        return hmac.new(self.state_key, body.encode(), "sha256").hexdigest()
+
+    def unseal(self, state, expected):
+        """The fields of a requestState that we signed, for this request, not expired yet. All
+        other states get the same error: a forger learns nothing from it."""
+        body, _, mac = str(state).partition(".")
+        if hmac.compare_digest(mac.encode(), self.signature(body).encode()):  # the body is ours
+            fields = json.loads(base64.urlsafe_b64decode(body))
+            if fields["for"] == expected and fields["expires"] > time.time():
+                return fields
+        raise MCPError(INVALID_PARAMS, "Invalid params: invalid, expired or misplaced requestState")
+
+    def receive_response(self, message, session):
+        """A client's answer to one of our requests (Context.request) goes to the call that waits
+        for it. One with an id nobody asked for, or answered already, is ignored."""
+        waiting = session.get("asked", {}).get(str(message.get("id")))  # our ids are strings
+        if waiting and not waiting.done():
+            waiting.set_result(message)
+
+    async def call_tool(self, params, ctx):
         """tools/call. A call that does not fit the protocol is an error (-32602); bad arguments
         and a failing tool are results with isError, which the model reads and can correct."""
         name, arguments = params.get("name"), params.get("arguments", {})
@@ -571,15 +741,13 @@ class Server:
         except ValueError as e:
             return tool_error(f"Invalid arguments for tool {name}: {e}")
         if context_param:
-            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-            arguments[context_param] = Context(send, request_id, meta.get("progressToken"))
+            arguments[context_param] = ctx
         try:
             return to_call_result(await call(func, **arguments), definition)
+        except (InputRequired, MCPError):  # the request's answer, from Context.ask: not a failure
+            raise
         except BaseException as e:  # what the model reads, so that it can try another way
             return tool_error(f"Tool {name} failed: {failure(e)}")
-        finally:  # a sync tool's thread may run on after a cancel, or a thread it started after
-            if context_param:  # the answer: they can see this and stop, and report nothing more
-                arguments[context_param].cancelled = True
 
     def handle_notification(self, message, session):
         """notifications/cancelled stops a request, and ends a listen stream, which answers its
@@ -594,7 +762,7 @@ class Server:
     # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
     #        server/utilities/completion; lists come in pages: server/utilities/pagination) ===
 
-    async def read_resource(self, params):
+    async def read_resource(self, params, ctx):
         """resources/read: the first resource, in the order registered, whose URI or template
         matches. A template's values come from the client: each is one path segment, percent-
         decoded, and one that would leave it ("/", "." or ".."), or holds NUL, matches nothing.
@@ -605,7 +773,9 @@ class Server:
             match = resource.pattern.fullmatch(uri)
             values = [urllib.parse.unquote(text) for text in match.groups()] if match else []
             if match and not any(v in (".", "..") or "/" in v or "\0" in v for v in values):
-                value = await call(resource.func, **dict(zip(resource.pattern.groupindex, values)))
+                arguments = dict(zip(resource.pattern.groupindex, values))
+                arguments.update({resource.context: ctx} if resource.context else {})
+                value = await call(resource.func, **arguments)
                 break
         if value is None:
             raise MCPError(INVALID_PARAMS, f"Resource not found: {uri[:200]}; resources/list and "
@@ -617,7 +787,7 @@ class Server:
                                    **data})]
         return {"contents": value}
 
-    async def get_prompt(self, params):
+    async def get_prompt(self, params, ctx):
         """prompts/get. An unknown prompt, a missing argument or one it does not take: -32602,
         saying what to send instead."""
         name = string_field(params, "name")
@@ -627,6 +797,7 @@ class Server:
             arguments = validate(params.get("arguments") or {}, self.prompts[name].schema)
         except ValueError as e:
             raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {e}") from None
+        arguments.update({self.prompts[name].context: ctx} if self.prompts[name].context else {})
         messages = await call(self.prompts[name].func, **arguments)
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
@@ -785,13 +956,13 @@ class Server:
 
     def receive_line(self, line, session, send):
         """One line from the client. A request starts a task that answers it; a notification is
-        acted on; whatever is broken gets an error answer, unless it is a notification or a
-        response (this server sends no requests, so a response is ignored)."""
+        acted on; a response answers one of our requests (receive_response); whatever is broken
+        gets an error answer, unless it is a notification or a response."""
         message, in_flight = {}, session["in_flight"]
         try:
             message = parse_message(line)
             if "method" not in message and ("result" in message or "error" in message):
-                return None
+                return self.receive_response(message, session)
             check_request(message)
             if "id" not in message:
                 return self.handle_notification(message, session)

@@ -6,10 +6,12 @@ over Streamable HTTP.
         --scenario tools-call-image
 
 Tool names and results follow the suite's scenario descriptions (src/scenarios/server/*.ts in
-github.com/modelcontextprotocol/conformance). Not here: sampling and elicitation (the suite's
-test_sampling, test_elicitation), because mcp_min servers send no requests to the client; and
-logging (test_tool_with_logging, test_logging_tool), which mcp_min left out to stay small, as
-2026-07-28 deprecates it.
+github.com/modelcontextprotocol/conformance). Elicitation uses Context.elicit, the same code in
+both eras: a real elicitation/create request in 2025-11-25, an input_required result in
+2026-07-28. Not here: the deprecated features of 2026-07-28: sampling (test_sampling and the
+input-required sampling and roots rows; only test_input_required_result_multiple_inputs and
+test_missing_capability ask for them, through Context.ask), logging (test_tool_with_logging),
+which mcp_min left out to stay small.
 """
 import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
@@ -150,6 +152,136 @@ def test_header_param(region: str, query: str = "") -> str:
 def json_schema_2020_12_tool(name: str = "") -> str:
     """Tool with JSON Schema 2020-12 features"""
     return f"hello {name}"
+
+
+# Elicitation, 2025-11-25: the server sends elicitation/create and waits for the answer.
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the user for a username and an email address."""
+    answer = await ctx.elicit(message, {"type": "object", "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"}},
+        "required": ["username", "email"]})
+    return f"User response: action={answer['action']}, content={json.dumps(answer.get('content'))}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Asks with a default for every primitive type (SEP-1034)."""
+    answer = await ctx.elicit("Please review your details", {"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"],
+                   "default": "active"},
+        "verified": {"type": "boolean", "default": True}}})
+    return f"Elicitation completed: action={answer['action']}, content={answer.get('content')}"
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Asks with the five enum forms of SEP-1330."""
+    options = ["option1", "option2", "option3"]
+    titled = [{"const": f"value{n}", "title": title}
+              for n, title in enumerate(["First Option", "Second Option", "Third Option"], 1)]
+    answer = await ctx.elicit("Pick some options", {"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": options},
+        "titledSingle": {"type": "string", "oneOf": titled},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+        "titledMulti": {"type": "array", "items": {"anyOf": titled}}}})
+    return f"Elicitation completed: action={answer['action']}, content={answer.get('content')}"
+
+
+# Elicitation, 2026-07-28 (SEP-2322): the same ctx.elicit; the call answers input_required, and
+# the client's retry brings the answer under the question's key.
+
+def form(**fields):
+    """A form of string fields, each required."""
+    return {"type": "object", "properties": {name: {"type": kind} for name, kind in fields.items()},
+            "required": list(fields)}
+
+
+@server.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks for a name (key user_name)."""
+    answer = await ctx.elicit("What is your name?", form(name="string"), key="user_name")
+    return f"Hello, {answer.get('content', {}).get('name')}!"
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Asks for a name: in 2026-07-28 an input_required result, never a request on the stream."""
+    answer = await ctx.elicit("What is your name?", form(name="string"), key="user_name")
+    return f"Hello, {answer.get('content', {}).get('name')}!"
+
+
+@server.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation (key confirm); the signed requestState comes back with it."""
+    answer = await ctx.elicit("Please confirm", form(ok="boolean"), key="confirm")
+    return f"state-ok: confirmed={answer.get('content', {}).get('ok')}"
+
+
+@server.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """As test_input_required_result_request_state: a changed requestState gets -32602."""
+    answer = await ctx.elicit("Please confirm", form(ok="boolean"), key="confirm")
+    return f"state-ok: confirmed={answer.get('content', {}).get('ok')}"
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds: a name (step1), then a colour (step2)."""
+    name = await ctx.elicit("Step 1: What is your name?", form(name="string"), key="step1")
+    color = await ctx.elicit("Step 2: What is your favorite color?", form(color="string"),
+                             key="step2")
+    return f"{name['content']['name']} likes {color['content']['color']}"
+
+
+@server.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Three questions in one round, of three kinds (Context.ask)."""
+    answers = await ctx.ask({
+        "user_name": {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "What is your name?",
+            "requestedSchema": form(name="string")}},
+        "greeting": {"method": "sampling/createMessage", "params": {"messages": [
+            {"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+            "maxTokens": 50}},
+        "client_roots": {"method": "roots/list", "params": {}}})
+    return f"got answers for {', '.join(sorted(answers))}"
+
+
+@server.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only what the client declared it can answer: elicitation, else sampling."""
+    if "elicitation" in ctx.capabilities:
+        await ctx.elicit("What is your name?", form(name="string"), key="user_name")
+    else:
+        await ctx.ask({"capital_question": {"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {
+                "type": "text", "text": "What is the capital of France?"}}], "maxTokens": 100}}})
+    return "answered"
+
+
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client that did not declare it gets -32021."""
+    await ctx.ask({"question": {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}],
+        "maxTokens": 10}}})
+    return "sampled"
+
+
+@server.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks what context to use (key user_context)."""
+    answer = await ctx.elicit("What context should the prompt use?", form(context="string"),
+                              key="user_context")
+    return f"Use this context: {answer.get('content', {}).get('context')}"
 
 
 # Definitions the type hints cannot express: written by hand, as any mcp_min user may do.

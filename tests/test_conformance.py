@@ -16,18 +16,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 NOT_SUPPORTED = {  # scenario -> why mcp_min cannot pass it
-    "tools-call-sampling": "needs a server-to-client request (sampling/createMessage)",
-    "tools-call-elicitation": "needs a server-to-client request (elicitation/create)",
-    "elicitation-sep1034-defaults": "needs a server-to-client request (elicitation/create)",
-    "elicitation-sep1330-enums": "needs a server-to-client request (elicitation/create)",
-    "server-stateless": "3 of its checks need tools that use sampling or elicitation",
+    "tools-call-sampling": "sampling is deprecated by 2026-07-28 (SEP-2577); mcp_min registers no "
+                           "sampling tool (Context.ask could send the request)",
+    "input-required-result-basic-sampling": "sampling is deprecated by 2026-07-28 (SEP-2577)",
+    "input-required-result-basic-list-roots": "roots are deprecated by 2026-07-28 (SEP-2577)",
     "logging-set-level": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
     "tools-call-with-logging": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
     "resources-subscribe": "mcp_min left subscriptions out: a legacy HTTP session has no stream "
                            "(no GET) to carry notifications/resources/updated",
     "resources-unsubscribe": "mcp_min left subscriptions out (see resources-subscribe)",
 }
-NOT_SUPPORTED_PREFIXES = ("input-required-result-", "tasks-", "sep-2640-")
+NOT_SUPPORTED_PREFIXES = ("tasks-", "sep-2640-")
+# Elicitation (issue 22): each of these must run real checks and pass them all.
+ELICITATION = {"2025-11-25": {"tools-call-elicitation", "elicitation-sep1034-defaults",
+                              "elicitation-sep1330-enums"},
+               "2026-07-28": {"server-stateless"} | {"input-required-result-" + name for name in (
+                   "basic-elicitation", "request-state", "multiple-input-requests", "multi-round",
+                   "missing-input-response", "non-tool-request", "result-type",
+                   "unsupported-methods", "tampered-state", "capability-check",
+                   "ignore-extra-params", "validate-input")}}
 
 
 def find_node():
@@ -104,8 +111,9 @@ def test_every_supported_scenario_passes(url, tmp_path, spec_version):
     must_run |= ({"server-initialize", "ping"} if spec_version == "2025-11-25"
                  else {"http-header-validation", "caching", "sep-2164-resource-not-found"})
     assert must_run <= set(results), f"the suite ran no {sorted(must_run - set(results))}"
-    if spec_version == "2026-07-28":  # its only failures: 3 checks need sampling or elicitation
-        assert results["server-stateless"][1] <= 3
+    elicitation = ELICITATION.get(spec_version, set())
+    assert elicitation <= set(results), f"the suite ran no {sorted(elicitation - set(results))}"
+    assert all(results[name][0] > 0 for name in elicitation), {n: results[n] for n in elicitation}
 
 
 # --- The client scenarios: the suite's own test servers against our HTTPClient ---

@@ -1,0 +1,412 @@
+"""Elicitation, server side (issue 22), on the wire: raw lines into tests/elicitation_server.py,
+exact lines out. Legacy (2025-11-25): the server's elicitation/create request over stdio and on
+a call's SSE stream, and every way a client can answer it badly. 2026-07-28: input_required
+results, their signed requestState, and every way a retry can be wrong.
+"""
+import base64, hmac, http.client, json, queue, re, subprocess, sys, threading, time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = [sys.executable, str(ROOT / "tests" / "elicitation_server.py")]
+META = "io.modelcontextprotocol/"
+KEY = b"wire-test-key"  # the server's state_key
+SERVER_INFO = {META + "serverInfo": {"name": "elicitation-test", "version": "1.0.0"}}
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string", "default": "Ann"}},
+             "required": ["name"]}
+ASK_NAME = {"method": "elicitation/create", "params": {
+    "mode": "form", "message": "What is your name?", "requestedSchema": NAME_FORM}}
+BAD_STATE = {"code": -32602,
+             "message": "Invalid params: invalid, expired or misplaced requestState"}
+
+
+def line(message):
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+class Stdio:
+    """The server on pipes: send lines, read the lines it writes, one at a time."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=ROOT)
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(raw) for raw in self.proc.stdout],
+                         daemon=True).start()
+
+    def send(self, *messages):
+        for message in messages:
+            self.proc.stdin.write(message if isinstance(message, bytes) else line(message))
+        self.proc.stdin.flush()
+
+    def next(self, timeout=15):
+        return self.lines.get(timeout=timeout)
+
+    def next_json(self):
+        return json.loads(self.next())
+
+    def silent(self, seconds=0.3):
+        with pytest.raises(queue.Empty):
+            self.lines.get(timeout=seconds)
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(15) == 0
+        return list(self.proc.stdout)
+
+
+@pytest.fixture
+def stdio():
+    opened = []
+    yield lambda: opened.append(Stdio()) or opened[-1]
+    for server in opened:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.proc.wait()
+
+
+def request(request_id, method, params):
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def initialize(capabilities):
+    return request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                     "clientInfo": {"name": "t", "version": "0"}})
+
+
+def call(request_id, name, arguments=None, **extra):
+    return request(request_id, "tools/call", {"name": name, "arguments": arguments or {}, **extra})
+
+
+def text_result(request_id, text, is_error=False):
+    return line({"jsonrpc": "2.0", "id": request_id, "result": {
+        "content": [{"type": "text", "text": text}], "isError": is_error}})
+
+
+def error(request_id, body):
+    return line({"jsonrpc": "2.0", "id": request_id, "error": body})
+
+
+def legacy(stdio, capabilities=None):
+    """A legacy session whose client declared `capabilities` (elicitation by default)."""
+    server = stdio()
+    server.send(initialize({"elicitation": {}} if capabilities is None else capabilities),
+                {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert json.loads(server.next())["result"]["protocolVersion"] == "2025-11-25"
+    return server
+
+
+def asked(server, question=ASK_NAME):
+    """The server's elicitation/create line, exactly; returns its id."""
+    raw = server.next()
+    request_id = json.loads(raw)["id"]
+    assert re.fullmatch(r"mcp-min-[0-9a-f]{16}", request_id)
+    assert raw == line({"jsonrpc": "2.0", "id": request_id, **question})
+    return request_id
+
+
+def answer(request_id, result):
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+ACCEPT_BO = {"action": "accept", "content": {"name": "Bo"}}
+
+
+# --- Legacy: a real request to the client, its answer routed back by id ---
+
+@pytest.mark.parametrize("tool", ["ask_name", "ask_name_sync"])
+def test_legacy_elicitation_round_trip(stdio, tool):
+    server = legacy(stdio)
+    server.send(call(1, tool, {"greeting": "Hi"}))
+    server.send(answer(asked(server), ACCEPT_BO))
+    assert server.next() == text_result(1, "Hi, Bo!")
+    assert server.close() == []
+
+
+def test_legacy_decline_and_the_prompt_that_asks(stdio):
+    server = legacy(stdio)
+    server.send(call(1, "ask_name", {"greeting": "Hi"}))
+    server.send(answer(asked(server), {"action": "decline"}))
+    assert server.next() == text_result(1, "no name: decline")
+    server.send(request(2, "prompts/get", {"name": "greet_prompt"}))
+    server.send(answer(asked(server), ACCEPT_BO))
+    assert server.next() == line({"jsonrpc": "2.0", "id": 2, "result": {"messages": [
+        {"role": "user", "content": {"type": "text", "text": "Greet Bo warmly."}}]}})
+
+
+def test_a_client_that_never_answers_fails_only_that_call(stdio):
+    server = legacy(stdio)
+    server.send(call(1, "ask_name", {"greeting": "Hi"}))
+    late = asked(server)
+    server.send(request(2, "ping", {}))  # the server goes on serving meanwhile
+    assert server.next() == line({"jsonrpc": "2.0", "id": 2, "result": {}})
+    assert server.next() == text_result(  # ANSWER_TIMEOUT is 1 s in elicitation_server.py
+        1, "Tool ask_name failed: TimeoutError: elicitation/create: no answer in 1 s", True)
+    server.send(answer(late, ACCEPT_BO))  # too late: nobody waits for it any more
+    server.silent()
+    assert server.close() == []
+
+
+def test_an_answer_twice_an_unknown_id_and_an_error_answer(stdio):
+    server = legacy(stdio)
+    server.send(call(1, "ask_name", {"greeting": "Hi"}))
+    request_id = asked(server)
+    for unknown in ("mcp-min-0000000000000000", 7, None, [request_id], {"a": 1}):  # ignored
+        server.send(answer(unknown, ACCEPT_BO))
+    server.silent()
+    server.send(answer(request_id, ACCEPT_BO), answer(request_id, {"action": "cancel"}))
+    assert server.next() == text_result(1, "Hi, Bo!")
+    server.silent()  # the second answer went nowhere
+    server.send(call(2, "ask_name", {"greeting": "Hi"}))
+    server.send({"jsonrpc": "2.0", "id": asked(server),
+                 "error": {"code": -32601, "message": "Method not found"}})
+    assert server.next() == text_result(2, "Tool ask_name failed: RuntimeError: elicitation/"
+                                           "create failed: {'code': -32601, 'message': 'Method "
+                                           "not found'}", True)
+    assert server.close() == []
+
+
+def test_a_malformed_answer_is_an_error_for_that_call(stdio):
+    server = legacy(stdio)
+    server.send(call(1, "ask_name", {"greeting": "Hi"}))
+    server.send(answer(asked(server), {"action": "maybe"}))
+    assert server.next() == error(1, {"code": -32602, "message": "Invalid params: a malformed "
+                                                                 "answer to elicitation/create"})
+
+
+def test_no_elicitation_capability_is_minus_32021_and_nothing_is_sent(stdio):
+    server = legacy(stdio, capabilities={})
+    server.send(call(1, "ask_name", {"greeting": "Hi"}))
+    assert server.next() == error(1, {"code": -32021, "message": "Missing required client "
+                                      "capability: elicitation", "data": {
+                                          "requiredCapabilities": {"elicitation": {}}}})
+
+
+def test_a_form_beyond_flat_primitives_is_refused_before_it_is_sent(stdio):
+    server = legacy(stdio)
+    server.send(call(1, "bad_form"))
+    assert server.next() == text_result(
+        1, "Tool bad_form failed: TypeError: form field 'address': a primitive or enum with only "
+           "['default', 'description', 'title', 'type']", True)
+
+
+# --- 2026-07-28: input_required, and the retry ---
+
+def modern(request_id, name, arguments=None, capabilities=None, **extra):
+    meta = {META + "protocolVersion": "2026-07-28", META + "clientCapabilities":
+            {"elicitation": {}} if capabilities is None else capabilities}
+    return call(request_id, name, arguments, _meta=meta, **extra)
+
+
+def input_required(server, request_id, requests):
+    """The input_required line, exactly but for its requestState; returns the state."""
+    raw = server.next()
+    state = json.loads(raw)["result"]["requestState"]
+    assert raw == line({"jsonrpc": "2.0", "id": request_id, "result": {
+        "resultType": "input_required", "inputRequests": requests, "requestState": state,
+        "_meta": SERVER_INFO}})
+    return state
+
+
+def complete(request_id, text):
+    return line({"jsonrpc": "2.0", "id": request_id, "result": {
+        "content": [{"type": "text", "text": text}], "isError": False, "resultType": "complete",
+        "_meta": SERVER_INFO}})
+
+
+def signed(fields):
+    """A requestState as the server makes one, signed with its key: for states it never gave."""
+    body = base64.urlsafe_b64encode(json.dumps(fields, separators=(",", ":")).encode()).decode()
+    return body + "." + hmac.new(KEY, body.encode(), "sha256").hexdigest()
+
+
+def test_input_required_then_the_retry_completes(stdio):
+    server = stdio()
+    server.send(modern(1, "ask_name", {"greeting": "Hi"}))
+    state = input_required(server, 1, {"name": ASK_NAME})
+    server.send(modern(2, "ask_name", {"greeting": "Hi"}, inputResponses={"name": ACCEPT_BO},
+                       requestState=state))
+    assert server.next() == complete(2, "Hi, Bo!")
+    # The same state again answers the same again: it is stateless, so a replay of the whole
+    # retry is not refused, but it can only repeat what the client already got.
+    server.send(modern(3, "ask_name_sync", {"greeting": "Hi"}))
+    state = input_required(server, 3, {"name": ASK_NAME})
+    server.send(modern(4, "ask_name_sync", {"greeting": "Hi"},
+                       inputResponses={"name": ACCEPT_BO}, requestState=state))
+    assert server.next() == complete(4, "Hi, Bo!")
+
+
+def test_two_rounds_and_two_questions_in_one_round(stdio):
+    server = stdio()
+    ask_color = {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Which colour?", "requestedSchema": {
+            "type": "object", "properties": {"color": {"type": "string",
+                                                       "enum": ["red", "blue"]}}}}}
+    server.send(modern(1, "two_rounds"))
+    state = input_required(server, 1, {"name": ASK_NAME})
+    server.send(modern(2, "two_rounds", inputResponses={"name": ACCEPT_BO}, requestState=state))
+    state = input_required(server, 2, {"color": ask_color})  # round 1's answer is in the state
+    blue = {"action": "accept", "content": {"color": "blue"}}
+    server.send(modern(3, "two_rounds", inputResponses={"color": blue}, requestState=state))
+    assert server.next() == complete(3, "Bo likes blue")
+    server.send(modern(4, "two_at_once"))
+    state = input_required(server, 4, {"name": ASK_NAME, "color": ask_color})
+    server.send(modern(5, "two_at_once", inputResponses={"name": ACCEPT_BO, "color": blue},
+                       requestState=state))
+    assert server.next() == complete(5, '{"name": {"name": "Bo"}, "color": {"color": "blue"}}')
+
+
+def test_missing_extra_and_malformed_input_responses(stdio):
+    server = stdio()
+    server.send(modern(1, "ask_name", {"greeting": "Hi"}))
+    state = input_required(server, 1, {"name": ASK_NAME})
+    # Missing: the question comes again, with a new state.
+    server.send(modern(2, "ask_name", {"greeting": "Hi"}, inputResponses={}, requestState=state))
+    again = input_required(server, 2, {"name": ASK_NAME})
+    # Extra keys are ignored.
+    server.send(modern(3, "ask_name", {"greeting": "Hi"}, requestState=again, inputResponses={
+        "name": ACCEPT_BO, "other": {"action": "accept", "content": {"x": 1}}}))
+    assert server.next() == complete(3, "Hi, Bo!")
+    # Malformed: an error for that request.
+    malformed = {"code": -32602, "message": "Invalid params: a malformed answer to "
+                                            "elicitation/create"}
+    for request_id, response in enumerate((12345, {"action": "yes"},
+                                           {"action": "accept", "content": [1]}), 4):
+        server.send(modern(request_id, "ask_name", {"greeting": "Hi"}, requestState=again,
+                           inputResponses={"name": response}))
+        assert server.next() == error(request_id, malformed)
+
+
+def test_forged_expired_truncated_and_replayed_state_get_one_error(stdio):
+    server = stdio()
+    server.send(modern(1, "ask_name", {"greeting": "Hi"}))
+    state = input_required(server, 1, {"name": ASK_NAME})
+    body, mac = state.split(".")
+    fields = json.loads(base64.urlsafe_b64decode(body))
+    assert set(fields) == {"for", "expires", "asked", "answers", "memo"}
+    expired = signed({**fields, "expires": time.time() - 1})
+    forged = base64.urlsafe_b64encode(json.dumps({**fields, "answers": {
+        "name": ACCEPT_BO}}).encode()).decode() + "." + mac
+    wrong_key = body + "." + hmac.new(b"another key", body.encode(), "sha256").hexdigest()
+    cases = [("truncated", state[:-3], "ask_name", {"greeting": "Hi"}),
+             ("forged", forged, "ask_name", {"greeting": "Hi"}),
+             ("signed with another key", wrong_key, "ask_name", {"greeting": "Hi"}),
+             ("expired", expired, "ask_name", {"greeting": "Hi"}),
+             ("other arguments", state, "ask_name", {"greeting": "Hello"}),
+             ("another tool", state, "ask_name_sync", {"greeting": "Hi"}),
+             ("not base64", "%%%." + mac, "ask_name", {"greeting": "Hi"}),
+             ("not a string", {"a": 1}, "ask_name", {"greeting": "Hi"}),
+             ("empty", "", "ask_name", {"greeting": "Hi"})]
+    for request_id, (label, bad, tool, arguments) in enumerate(cases, 2):
+        server.send(modern(request_id, tool, arguments, requestState=bad,
+                           inputResponses={"name": ACCEPT_BO}))
+        assert server.next() == error(request_id, BAD_STATE), label
+    assert server.close() == []
+
+
+def test_retry_later_gives_a_state_only_result_and_the_memo_comes_back(stdio):
+    server = stdio()
+    server.send(modern(1, "later", capabilities={}))
+    state = json.loads(server.next())["result"]
+    assert set(state) == {"resultType", "requestState", "_meta"}
+    assert state["resultType"] == "input_required"
+    server.send(modern(2, "later", capabilities={}, requestState=state["requestState"]))
+    assert server.next() == complete(2, "job 7 done")
+
+
+def test_modern_without_the_capability_is_minus_32021(stdio):
+    server = stdio()
+    server.send(modern(1, "ask_name", {"greeting": "Hi"}, capabilities={}))
+    assert server.next() == error(1, {"code": -32021, "message": "Missing required client "
+                                      "capability: elicitation", "data": {
+                                          "requiredCapabilities": {"elicitation": {}}}})
+
+
+def test_the_state_is_bound_to_the_user():
+    """requestState names the identity an HTTP token check found (session["auth"]): another
+    user's retry is refused. In-process, through Server.handle, with two sessions."""
+    import asyncio
+    sys.path.insert(0, str(ROOT / "tests"))
+    from elicitation_server import server
+
+    async def run():
+        alice, bob = {"auth": {"subject": "alice", "scopes": []}}, {"auth": {"subject": "bob"}}
+        first = await server.handle(modern(1, "ask_name", {"greeting": "Hi"}), print, alice)
+        state = first["result"]["requestState"]
+        retry = modern(2, "ask_name", {"greeting": "Hi"}, requestState=state,
+                       inputResponses={"name": ACCEPT_BO})
+        assert (await server.handle(retry, print, bob))["error"] == BAD_STATE
+        # the same subject with other scopes is the same user
+        same = {"auth": {"subject": "alice", "scopes": ["x"]}}
+        assert (await server.handle(retry, print, same))["result"]["content"][0]["text"] == (
+            "Hi, Bo!")
+    asyncio.run(run())
+
+
+# --- Streamable HTTP: the call's SSE stream carries the request; the answer is POSTed ---
+
+@pytest.fixture(scope="module")
+def http_url():
+    proc = subprocess.Popen([*SERVER, "--http", "0"], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
+        assert found
+        yield int(found.group(1))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def post(port, message, headers=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection.request("POST", "/mcp", json.dumps(message), {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **(headers or {})})
+    return connection.getresponse()
+
+
+def sse_event(response):
+    """The next `data:` of an SSE response, parsed (a 2025-11-25 stream's priming event, whose
+    data is empty, is skipped)."""
+    while True:
+        text = response.fp.readline().decode()
+        assert text, "the stream ended"
+        if text.startswith("data: ") and text[6:].strip():
+            return json.loads(text[6:])
+
+
+def test_http_legacy_elicitation_on_the_calls_stream(http_url):
+    opened = post(http_url, initialize({"elicitation": {}}))
+    session = {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
+               "MCP-Protocol-Version": "2025-11-25"}
+    opened.read()
+    stream = post(http_url, call(1, "ask_name", {"greeting": "Hi"}), session)
+    assert stream.getheader("Content-Type") == "text/event-stream"
+    question = sse_event(stream)
+    assert question == {"jsonrpc": "2.0", "id": question["id"], **ASK_NAME}
+    for unknown_session in ({}, {"Mcp-Session-Id": "nobody"}):  # goes nowhere
+        refused = post(http_url, answer(question["id"], {"action": "cancel"}), unknown_session)
+        assert refused.status == 202
+    answered = post(http_url, answer(question["id"], ACCEPT_BO), session)
+    assert answered.status == 202
+    assert sse_event(stream) == json.loads(text_result(1, "Hi, Bo!"))
+    # A client that accepts only JSON cannot get the question: the call fails at once.
+    json_only = post(http_url, call(2, "ask_name", {"greeting": "Hi"}),
+                     {**session, "Accept": "application/json"})
+    assert json.loads(json_only.read()) == json.loads(text_result(
+        2, "Tool ask_name failed: ConnectionError: the client reads no SSE stream here, which a "
+           "request needs", True))
+
+
+def test_http_modern_missing_capability_is_400(http_url):
+    message = modern(1, "ask_name", {"greeting": "Hi"}, capabilities={})
+    refused = post(http_url, message, {"MCP-Protocol-Version": "2026-07-28",
+                                       "Mcp-Method": "tools/call", "Mcp-Name": "ask_name"})
+    assert refused.status == 400
+    assert json.loads(refused.read())["error"]["code"] == -32021
+    asked_ = post(http_url, modern(2, "ask_name", {"greeting": "Hi"}), {
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "ask_name"})
+    assert asked_.status == 200
+    assert json.loads(asked_.read())["result"]["resultType"] == "input_required"
+
