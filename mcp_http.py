@@ -451,6 +451,7 @@ class HTTPTransport:
         if opens_session and response and "result" in response:
             answer.headers["Mcp-Session-Id"] = self.open_session(session)
         if answer.streaming:  # the result is the stream's last event
+            answer.done.set()  # a GET that follows the stream ends with it
             return response and await answer.send(answer.event(b"event: message\ndata: "
                                                                + encode_reply(response) + b"\n"))
         if response is None:
@@ -465,7 +466,8 @@ class HTTPTransport:
         after it (SEP-1699): the events missed first, none twice, then the rest as they come."""
         session, last = self.legacy_session(request.headers), request.headers.get("last-event-id")
         stream_id, _, number = (last or "").rpartition("-")
-        streams = session.setdefault("streams", {})
+        stream = session.get("stream")  # the GET stream is always known; other streams may go
+        streams = {**session.get("streams", {}), **({stream.stream_id: stream} if stream else {})}
         if last is not None and (stream_id not in streams or not number.isdigit()):
             raise HTTPError(400, "unknown Last-Event-ID: that stream's events are gone")
         if last is None and not session.get("stream"):
@@ -477,7 +479,9 @@ class HTTPTransport:
                           asyncio.ensure_future(answer.done.wait()))
         try:
             while not (hang_up.done() or ended.done()):
-                if not (await asyncio.wait({hang_up, ended}, timeout=KEEPALIVE_INTERVAL))[0]:
+                done, _ = await asyncio.wait({hang_up, ended}, timeout=KEEPALIVE_INTERVAL,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:  # an SSE comment: proxies see traffic
                     await answer.send(b": keepalive\n\n")
         finally:
             hang_up.cancel()
@@ -499,10 +503,6 @@ class Answer:
         self.session, self.stream_id, self.done = session, secrets.token_hex(8), asyncio.Event()
         self.sent, self.kept = 0, 0  # events numbered so far; bytes of those kept
         self.events = collections.deque() if resumable else None  # (number, event), kept
-        if resumable:  # a session keeps its last MAX_STREAMS streams
-            streams = session.setdefault("streams", {})
-            streams[self.stream_id] = self
-            streams.pop(next(iter(streams))) if len(streams) > MAX_STREAMS else None
 
     def notify(self, message):
         """The send() that Server.handle gets, as on stdio, for notifications and for our
@@ -544,8 +544,13 @@ class Answer:
         head = b"" if self.streaming else http_head(200, {
             **self.headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no"})
-        if not self.streaming and self.events is not None and not self.sent:  # the priming event
-            head += f"id: {self.stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode()
+        if not self.streaming and self.events is not None:  # a resumable stream starts
+            streams = self.session.setdefault("streams", {})
+            streams[self.stream_id] = self
+            if len(streams) > MAX_STREAMS:  # a session keeps its last MAX_STREAMS streams
+                del streams[next(iter(streams))]
+            if not self.sent:  # the priming event
+                head += f"id: {self.stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode()
         self.streaming = True
         return head
 

@@ -56,10 +56,10 @@ MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
 PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
-# Change notifications: per client, listen streams open at once and resource subscriptions; per
-# listener, notifications waiting for its event loop (past that, changes are dropped, not queued).
-MAX_LISTENS, MAX_SUBSCRIPTIONS, MAX_QUEUED = 16, 1000, 256
-LIST_KINDS = ("tools", "prompts", "resources")  # lists whose changes a client can hear of
+# Change notifications: per client, listen streams open at once and resource subscriptions; and
+# announcements waiting for the event loop (past that, changes are dropped, not queued).
+MAX_LISTENS, MAX_SUBSCRIPTIONS, MAX_QUEUED = 16, 1000, 1024
+LISTS = ("tools", "prompts", "resources")  # the lists whose changes a client may hear of
 # 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
 # Definitions change only with the code; what a resource's function returns may change any time.
 CACHE_TTL_MS = {"server/discover": 3_600_000, "tools/list": 3_600_000, "prompts/list": 3_600_000,
@@ -482,21 +482,17 @@ class Context:
 class Listener:
     """Where change notifications go (spec: server/resources, Subscriptions; list changes;
     2026-07-28: basic/patterns/subscriptions): a legacy client, or a subscriptions/listen stream,
-    whose notifications carry the listen's id. `wants` holds the topics it hears of: the lists
-    ("tools", "prompts", "resources") and the URIs of resources (each has a ":", a list's name
-    none). It is in the server's listeners while something (its session or its listen) has it."""
+    whose notifications carry the listen's id (tag). `wants` holds the topics it hears of: the
+    lists ("tools", "prompts", "resources") and the URIs of resources (each has a ":", a list's
+    name none). It is in the server's listeners while its session or its listen has it."""
 
-    def __init__(self, server, send, wants, subscription_id=None):
-        self.send, self.wants, self.subscription_id = send, wants, subscription_id
-        self.loop, self.queued, self.ended = asyncio.get_running_loop(), 0, asyncio.Event()
-        with server.listeners_lock:
-            server.listeners.add(self)
+    def __init__(self, server, send, wants, tag=None):
+        self.send, self.wants, self.tag, self.ended = send, wants, tag or {}, asyncio.Event()
+        server.loop = asyncio.get_running_loop()  # where Server.announce hands changes to
+        server.listeners.add(self)
 
-    def notify(self, method, params, queued=0):  # on the listener's event loop
-        self.queued -= queued  # see Server.announce
-        if self.subscription_id is not None:
-            params = {**params, "_meta": {META + "subscriptionId": self.subscription_id}}
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": {**params, **self.tag}})
 
 
 def check_answer(request, answer):
@@ -530,8 +526,8 @@ class Server:
         self.tools, self.prompts, self.resources = {}, {}, {}
         key = state_key or os.environ.get("MCP_STATE_KEY") or secrets.token_hex(32)
         self.state_key = key.encode() if isinstance(key, str) else key
-        # Every Listener, of every client and thread; a legacy session's goes with its session.
-        self.listeners, self.listeners_lock = weakref.WeakSet(), threading.Lock()
+        # Every Listener, used on the event loop only; changes waiting for that loop to send them.
+        self.listeners, self.loop, self.queued = weakref.WeakSet(), None, 0
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: the function becomes a tool. Its name, docstring and type hints make the
@@ -605,7 +601,7 @@ class Server:
         CancelledError instead. A tool's notifications and requests reach the client through
         send(message) while it runs. session: the state of the client it came from (see
         serve_stdio); its "auth" is the identity an HTTP token check found; its "notify", if
-        given, sends a legacy client notifications outside any request."""
+        given, sends a legacy client notifications outside any request (else send does)."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
         session = {} if session is None else session
         try:
@@ -615,9 +611,9 @@ class Server:
                 version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
                 result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
                 session["capabilities"] = params.get("capabilities")  # what we may ask of it
-                if "notify" in session:  # from now on, this client hears of list changes
-                    lists = {kind for kind in LIST_KINDS if getattr(self, kind)}
-                    session["listener"] = Listener(self, session["notify"], lists)
+                # From now on the client hears of list changes: over stdio through send, over
+                # HTTP on its session's GET stream.
+                session["listener"] = Listener(self, session.get("notify", send), set(LISTS))
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
@@ -642,9 +638,8 @@ class Server:
                 result = await self.asking(self.get_prompt, message, send, session, modern)
             elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
-            elif method in ("resources/subscribe", "resources/unsubscribe") and self.resources \
-                    and "listener" in session and not modern:
-                result = await self.subscribe(params, session, method)
+            elif method in ("resources/subscribe", "resources/unsubscribe") and not modern:
+                result = await self.subscribe(message, send, session)
             elif method == "subscriptions/listen" and modern:
                 result = await self.listen(params, request_id, send, session)
             else:
@@ -837,26 +832,28 @@ class Server:
         self.announce("notifications/resources/updated", {"uri": uri}, uri)
 
     def announce(self, method, params, topic):
-        """Hand the notification to the event loop of each listener of the topic, which sends it.
-        A listener with MAX_QUEUED waiting (its loop is stuck, or changes come in a flood) misses
-        this one: a change is a hint to read again, and memory stays flat."""
-        with self.listeners_lock:  # another thread may be adding one
-            listeners = list(self.listeners)
-        for listener in listeners:
-            if topic in listener.wants and listener.queued < MAX_QUEUED:
-                listener.queued += 1
-                with contextlib.suppress(RuntimeError):  # its event loop has closed
-                    listener.loop.call_soon_threadsafe(listener.notify, method, params, 1)
+        """From any thread: the event loop sends the notification to each listener of the topic.
+        While MAX_QUEUED wait for the loop (a flood of changes), more are dropped: a change is a
+        hint to read again, and memory stays flat. A slow client's own send drops them too."""
+        if self.loop and self.queued < MAX_QUEUED:
+            self.queued += 1
+            with contextlib.suppress(RuntimeError):  # the event loop has closed
+                self.loop.call_soon_threadsafe(self.deliver, method, params, topic)
 
-    async def subscribe(self, params, session, method):
+    def deliver(self, method, params, topic):  # on the event loop
+        self.queued -= 1
+        for listener in [listener for listener in self.listeners if topic in listener.wants]:
+            listener.notify(method, params)
+
+    async def subscribe(self, message, send, session):
         """resources/subscribe and resources/unsubscribe (legacy): notifications/resources/updated
         for the URIs subscribed to. A URI that cannot be read is not found, as for resources/read;
         to unsubscribe from a URI not subscribed to is no error."""
-        await self.read_resource(params)
-        topics, subscribing = session["listener"].wants, method == "resources/subscribe"
+        await self.asking(self.read_resource, message, send, session, False)
+        topics, subscribing = session["listener"].wants, message["method"] == "resources/subscribe"
         if subscribing and len(topics) > MAX_SUBSCRIPTIONS:
             raise MCPError(INVALID_REQUEST, f"at most {MAX_SUBSCRIPTIONS} subscriptions a client")
-        (topics.add if subscribing else topics.discard)(params["uri"])
+        (topics.add if subscribing else topics.discard)(message["params"]["uri"])
         return {}
 
     async def listen(self, params, request_id, send, session):
@@ -864,26 +861,22 @@ class Server:
         filter honoured (the lists this server has; URIs if it has resources), then what server
         code announces, until the client cancels (stdio), closes the stream (HTTP: that cancels
         the request) or the server stops: then the complete result."""
-        asked = params.get("notifications")
+        asked, listening = params.get("notifications"), session.setdefault("listening", {})
         uris = asked.get("resourceSubscriptions", []) if isinstance(asked, dict) else None
-        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
-            raise MCPError(INVALID_PARAMS, 'Invalid params: "notifications" must be a filter')
-        listening = session.setdefault("listening", {})
-        if len(listening) >= MAX_LISTENS or len(uris) > MAX_SUBSCRIPTIONS:
-            raise MCPError(INVALID_REQUEST, f"Invalid Request: at most {MAX_LISTENS} listen "
-                                            f"streams a client, {MAX_SUBSCRIPTIONS} URIs each")
-        lists = [kind for kind in LIST_KINDS
-                 if getattr(self, kind) and asked.get(kind + "ListChanged") is True]
+        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris) \
+                or len(uris) > MAX_SUBSCRIPTIONS or len(listening) >= MAX_LISTENS:
+            raise MCPError(INVALID_PARAMS, f'Invalid params: "notifications" must be a filter, of '
+                           f"at most {MAX_SUBSCRIPTIONS} URIs; {MAX_LISTENS} listens a client")
+        lists = [kind for kind in LISTS if getattr(self, kind) and asked.get(kind + "ListChanged")]
         uris = list(dict.fromkeys(uris)) if self.resources else []
         honoured = {**{kind + "ListChanged": True for kind in lists},
                     **({"resourceSubscriptions": uris} if uris else {})}
-        listener = listening[request_id] = Listener(self, send, {*lists, *uris}, request_id)
+        tag = {"_meta": {META + "subscriptionId": request_id}}
+        listener = listening[request_id] = Listener(self, send, {*lists, *uris}, tag)
         listener.notify("notifications/subscriptions/acknowledged", {"notifications": honoured})
-        try:
-            await listener.ended.wait()
-        finally:
-            del listening[request_id]
-        return {"_meta": {META + "subscriptionId": request_id}}
+        await listener.ended.wait()  # a cancelled listen (HTTP) leaves with its session
+        del listening[request_id]
+        return dict(tag)  # the complete result carries the id too
 
     # === 6. The stdio loop (spec: basic/transports/stdio) ===
 
@@ -922,7 +915,6 @@ class Server:
                 serving.cancel("the client closed stdout")
             elif "id" in message or writer.transport.get_write_buffer_size() < MAX_BACKLOG:
                 writer.write(encode_reply(message))
-        session["notify"] = send  # a legacy client's change notifications share stdout
         for signum in (signal.SIGINT, signal.SIGTERM):  # each cancels this task, saying why
             loop.add_signal_handler(signum, serving.cancel, f"stopped by {signum.name}")
         try:
