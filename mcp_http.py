@@ -2,8 +2,9 @@
 
 One endpoint, /mcp. The client POSTs one JSON-RPC message per HTTP request. The answer is one JSON
 object, or a short Server-Sent Events stream when the request sends notifications (progress, log
-messages) before its result. Both eras of the spec share the endpoint, and every request goes
-through the same Server.handle as on stdio:
+messages) or, in a legacy session, requests of its own (elicitation/create) before its result;
+the client POSTs its answers to those with the session's id. Both eras of the spec share the
+endpoint, and every request goes through the same Server.handle as on stdio:
 
 - 2026-07-28 (modern): stateless. Each POST stands alone. The headers MCP-Protocol-Version,
   Mcp-Method and Mcp-Name copy fields of the body, so that proxies can route without parsing JSON.
@@ -279,7 +280,8 @@ class HTTPTransport:
         self.check_host_and_origin(request.headers)
         if request.path != ENDPOINT:
             raise HTTPError(404, f"the MCP endpoint is {ENDPOINT}")
-        # GET and DELETE need a legacy session: 2026-07-28 has neither (spec: 405).
+        # GET opens a legacy session's stream (for what the server sends outside a call) or
+        # resumes one; GET and DELETE need a legacy session: 2026-07-28 has neither (spec: 405).
         if request.method not in ("POST", "GET", "DELETE") or request.method != "POST" \
                 and "mcp-session-id" not in request.headers:
             raise HTTPError(405, f"{request.method} is not supported here; POST JSON-RPC messages",

@@ -39,6 +39,8 @@ server, top to bottom:
   3. Definitions: a function becomes a tool, a prompt or a resource; arguments are checked; a
      tool's return value becomes a result.
   4. The server: each request is answered in the era it asks for. Start reading at Server.handle.
+     Then questions for the user (Context.elicit): a real elicitation/create request in the
+     legacy era, an input_required result with a signed requestState in 2026-07-28.
   5. Resources, prompts and completion: reading, getting, completing, and pages of lists.
   6. The stdio loop: reading, backpressure, shutdown.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
@@ -440,16 +442,16 @@ class Context:
     async def request(self, request):
         """Legacy: one request to the client, and its result. The client's response comes back
         through Server.receive_response. No answer in ANSWER_TIMEOUT, or an error: it raises."""
-        request_id = f"mcp-min-{secrets.token_hex(8)}"  # unguessable, so no other call's answer
-        pending = self.session.setdefault("asked", {})
-        pending[request_id] = self.loop.create_future()
+        # The id is unguessable, so that no other peer can answer for this client.
+        request_id, asked = f"mcp-min-{secrets.token_hex(8)}", self.session.setdefault("asked", {})
+        asked[request_id] = self.loop.create_future()
         try:
             self.send({"jsonrpc": "2.0", "id": request_id, **request})
-            response = await asyncio.wait_for(pending[request_id], ANSWER_TIMEOUT)
+            response = await asyncio.wait_for(asked[request_id], ANSWER_TIMEOUT)
         except TimeoutError:
             raise TimeoutError(f"{request['method']}: no answer in {ANSWER_TIMEOUT:g} s") from None
         finally:
-            pending.pop(request_id, None)
+            asked.pop(request_id, None)
         if not isinstance(response.get("result"), dict):
             raise RuntimeError(f"{request['method']} failed: {str(response.get('error'))[:200]}")
         return response["result"]
@@ -648,8 +650,8 @@ class Server:
                 result.setdefault("resultType", "complete")
                 result["_meta"] = {**result.get("_meta", {}), META + "serverInfo": self.info}
             # What we serve does not depend on who asks; but a retry's answer is its own.
-            first = not params.keys() & {"inputResponses", "requestState"}
-            if modern and method in CACHE_TTL_MS and result["resultType"] == "complete" and first:
+            if modern and method in CACHE_TTL_MS and result["resultType"] == "complete" and not (
+                    "inputResponses" in params or "requestState" in params):
                 result.update(ttlMs=CACHE_TTL_MS[method], cacheScope="public")
             return {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as e:
@@ -682,12 +684,13 @@ class Server:
         params = message.get("params", {})
         ctx = Context(send, message["id"], params, session, modern)
         responses, state = params.get("inputResponses"), params.get("requestState")
-        responses = responses if isinstance(responses, dict) else {}  # an answer: check_answer
-        fields = {"asked": list(responses), "answers": {}, "memo": None}  # no state: a 1st round
-        if modern and state is not None:
-            fields = self.unseal(state, binding(message, session))
-        fresh = {key: responses[key] for key in fields["asked"] if key in responses}
-        ctx.answers, ctx.memo = {**fields["answers"], **fresh}, fields["memo"]
+        if modern and (responses or state is not None):  # a retry, and the answers it brings
+            responses = responses if isinstance(responses, dict) else {}  # each: check_answer
+            fields = {"asked": list(responses), "answers": {}, "memo": None}  # a 1st round's
+            if state is not None:
+                fields = self.unseal(state, binding(message, session))
+            fresh = {key: responses[key] for key in fields["asked"] if key in responses}
+            ctx.answers, ctx.memo = {**fields["answers"], **fresh}, fields["memo"]
         try:
             return await serve(params, ctx)
         except InputRequired as asked:

@@ -43,6 +43,7 @@ above (threads: a whole one); anything else stops the server at startup with one
 """
 
 import argparse
+import difflib
 import importlib.util
 import json
 import math
@@ -56,7 +57,7 @@ from typing import Annotated
 
 import index_build  # both stdlib-only at import time: torch and faiss load in the background
 import index_search
-from mcp_min import INVALID_PARAMS, MCPError, Server, ToolResult
+from mcp_min import INVALID_PARAMS, Context, MCPError, Server, ToolResult
 
 __version__ = "0.1.0"
 
@@ -152,7 +153,7 @@ def list_documents() -> ToolResult:
 
 
 @server.tool()
-def get_document(name: str) -> str:
+def get_document(name: str, ctx: Context) -> str:
     """Return one document file of {index[name]} in full, by its exact file name.
 
     Use it when the passages from search are not enough and the whole file is needed. The
@@ -161,6 +162,11 @@ def get_document(name: str) -> str:
     note saying so.
     """
     rate_limit.check()
+    # Not an exact name, but close to some: a client that can ask its user asks which was meant.
+    close = difflib.get_close_matches(name, library.current_manifest()[1]["files"], n=5)
+    if close and close[0] != name and "elicitation" in ctx.capabilities:
+        form = {"type": "object", "properties": {"name": {"type": "string", "enum": close}}}
+        name = ctx.elicit_sync("Which one did you mean?", form).get("content", {}).get("name", name)
     return read_document(name)
 
 

@@ -28,8 +28,8 @@ def line(message):
 class Stdio:
     """The server on pipes: send lines, read the lines it writes, one at a time."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, argv=SERVER):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=ROOT)
         self.lines = queue.Queue()
         threading.Thread(target=lambda: [self.lines.put(raw) for raw in self.proc.stdout],
@@ -59,7 +59,7 @@ class Stdio:
 @pytest.fixture
 def stdio():
     opened = []
-    yield lambda: opened.append(Stdio()) or opened[-1]
+    yield lambda *argv: opened.append(Stdio(*argv)) or opened[-1]
     for server in opened:
         if server.proc.poll() is None:
             server.proc.kill()
@@ -88,9 +88,9 @@ def error(request_id, body):
     return line({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
-def legacy(stdio, capabilities=None):
+def legacy(stdio, capabilities=None, *argv):
     """A legacy session whose client declared `capabilities` (elicitation by default)."""
-    server = stdio()
+    server = stdio(*argv)
     server.send(initialize({"elicitation": {}} if capabilities is None else capabilities),
                 {"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert json.loads(server.next())["result"]["protocolVersion"] == "2025-11-25"
@@ -410,3 +410,64 @@ def test_http_modern_missing_capability_is_400(http_url):
     assert asked_.status == 200
     assert json.loads(asked_.read())["result"]["resultType"] == "input_required"
 
+
+
+# --- server.py: get_document asks which document was meant ---
+
+def test_get_document_asks_which_document_was_meant(stdio, built_index):
+    from conftest import DOCS, server_command
+    server = legacy(stdio, None, server_command(built_index))
+    server.send(call(1, "get_document", {"name": "menu_price.txt"}))
+    question = {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Which one did you mean?", "requestedSchema": {
+            "type": "object", "properties": {"name": {"type": "string",
+                                                      "enum": ["menu_prices.txt"]}}}}}
+    server.send(answer(asked(server, question), {"action": "accept",
+                                                 "content": {"name": "menu_prices.txt"}}))
+    text = (DOCS / "menu_prices.txt").read_text()
+    assert server.next(timeout=60) == text_result(1, text)
+    # Declined, or a client that cannot be asked: the error of an unknown name, as before.
+    server.send(call(2, "get_document", {"name": "menu_price.txt"}))
+    server.send(answer(asked(server, question), {"action": "decline"}))
+    declined = json.loads(server.next(timeout=60))["result"]
+    assert declined["isError"] and "unknown document" in declined["content"][0]["text"]
+    unasked = legacy(stdio, {}, server_command(built_index))
+    unasked.send(call(3, "get_document", {"name": "menu_price.txt"}))
+    assert json.loads(unasked.next(timeout=60))["result"]["content"] == declined["content"]
+
+
+# --- The official SDK (mcp 2.3.0): its client answers our questions ---
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_sdk_client_answers_our_questions(transport, mode, http_url):
+    """Its elicitation callback gets our question; in legacy as an elicitation/create request
+    (over stdio, or on the call's SSE stream), in 2026-07-28 as an input_required result that its
+    client retries. Two rounds, a prompt, and a sync tool all come back answered."""
+    import asyncio
+    import mcp
+    from mcp import StdioServerParameters, types
+
+    questions = []
+
+    async def on_elicit(context, params):
+        questions.append(params.message)
+        if params.message == "Which colour?":
+            return types.ElicitResult(action="accept", content={"color": "red"})
+        return types.ElicitResult(action="accept", content={"name": "Sam"})
+
+    server = (StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(ROOT))
+              if transport == "stdio" else f"http://127.0.0.1:{http_url}/mcp")
+
+    async def body():
+        async with mcp.Client(server, mode=mode, elicitation_callback=on_elicit) as client:
+            greeted = await client.call_tool("ask_name", {"greeting": "Hello"})
+            assert [block.text for block in greeted.content] == ["Hello, Sam!"]
+            synced = await client.call_tool("ask_name_sync", {"greeting": "Hey"})
+            assert [block.text for block in synced.content] == ["Hey, Sam!"]
+            both = await client.call_tool("two_rounds", {})
+            assert [block.text for block in both.content] == ["Sam likes red"]
+            prompt = await client.get_prompt("greet_prompt")
+            assert prompt.messages[0].content.text == "Greet Sam warmly."
+    asyncio.run(asyncio.wait_for(body(), 60))
+    assert questions == ["What is your name?"] * 3 + ["Which colour?", "What is your name?"]
