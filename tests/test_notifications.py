@@ -378,3 +378,55 @@ def test_an_http_listener_that_reads_nothing_is_cut_off_and_others_are_answered(
     assert received.startswith(b"HTTP/1.1 200 OK")
     assert 0 < received.count(b"notifications/resources/updated") < 20_000
     reader.close()
+
+
+# --- The official SDK's client (PyPI mcp 2.3.0) hears our changes, in both eras and both
+#     transports: legacy through resources/subscribe (stdio, or the session's GET stream),
+#     2026-07-28 through Client.listen ---
+
+def sdk_hears_changes(server, era):
+    import asyncio, warnings
+    import mcp
+
+    async def legacy():
+        heard = asyncio.Queue()
+
+        async def on_message(message):
+            await heard.put(message)
+        async with mcp.Client(server, mode="legacy", message_handler=on_message) as client:
+            with warnings.catch_warnings():  # the SDK deprecates subscribe in favour of listen
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource("note:///a")
+            await client.call_tool("touch", {"uri": "note:///b"})  # not subscribed: nothing
+            await client.call_tool("touch", {"uri": "note:///a"})
+            await client.call_tool("change", {"kind": "resources"})
+            return [(type(message).__name__, getattr(message.params, "uri", None))
+                    for message in [await asyncio.wait_for(heard.get(), 15) for _ in range(2)]]
+
+    async def modern():
+        async with mcp.Client(server, mode="2026-07-28") as client:
+            async with client.listen(resource_subscriptions=["note:///a"],
+                                     tools_list_changed=True) as listening:
+                assert listening.honored.resource_subscriptions == ["note:///a"]
+                await client.call_tool("change", {"kind": "prompts"})  # not asked for
+                await client.call_tool("touch", {"uri": "note:///a"})
+                await client.call_tool("change", {"kind": "tools"})
+                events = []
+                async for change in listening:
+                    events.append(type(change).__name__)
+                    if len(events) == 2:
+                        return events
+
+    return asyncio.run(asyncio.wait_for(legacy() if era == "legacy" else modern(), 60))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_sdk_client_hears_our_changes(port, era, transport):
+    from mcp import StdioServerParameters
+    server = (StdioServerParameters(command=SERVER[0], args=SERVER[1:]) if transport == "stdio"
+              else f"http://127.0.0.1:{port}/mcp")
+    heard = sdk_hears_changes(server, era)
+    assert heard == ([("ResourceUpdatedNotification", "note:///a"),
+                      ("ResourceListChangedNotification", None)] if era == "legacy"
+                     else ["ResourceUpdated", "ToolsListChanged"])
