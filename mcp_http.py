@@ -198,10 +198,14 @@ class HTTPTransport:
 
     async def shutdown(self, grace):
         """Read no more requests, give the calls in flight `grace` seconds, then cancel the rest,
-        which answer an error. Returns once every answer is written (or its write timed out)."""
+        which answer an error. Listens end at once with their result, and GET streams end.
+        Returns once every answer is written (or its write timed out)."""
         for task, busy in list(self.connections.items()):
             if not busy:  # still sending its request: nothing is owed to it yet
                 task.cancel()
+        for stream in [*self.server.listeners, *(s.get("stream") for s in self.sessions.values())]:
+            if stream:  # a Listener, or the Answer of a GET stream
+                stream.ended.set()
         if self.calls:
             await asyncio.wait(self.calls, timeout=grace)
         late = [task for task in self.calls if not task.done()]
@@ -303,7 +307,7 @@ class HTTPTransport:
         for task in session["in_flight"].values():
             task.cancel()
         if session.get("stream"):
-            session["stream"].done.set()
+            session["stream"].ended.set()
         del self.sessions[request.headers["mcp-session-id"]]
         await self.send(writer, 200, {})
 
@@ -453,7 +457,7 @@ class HTTPTransport:
         if opens_session and response and "result" in response:
             answer.headers["Mcp-Session-Id"] = self.open_session(session)
         if answer.streaming:  # the result is the stream's last event
-            answer.done.set()  # a GET that follows the stream ends with it
+            answer.ended.set()  # a GET that follows the stream ends with it
             return response and await answer.send(answer.event(b"event: message\ndata: "
                                                                + encode_reply(response) + b"\n"))
         if response is None:
@@ -478,7 +482,7 @@ class HTTPTransport:
         answer.writer, answer.streaming = writer, False
         await answer.send(b"".join(event for n, event in answer.events if n > int(number or 0)))
         hang_up, ended = (asyncio.ensure_future(reader.read(1)),
-                          asyncio.ensure_future(answer.done.wait()))
+                          asyncio.ensure_future(answer.ended.wait()))
         try:
             while not (hang_up.done() or ended.done()):
                 done, _ = await asyncio.wait({hang_up, ended}, timeout=KEEPALIVE_INTERVAL,
@@ -502,7 +506,7 @@ class Answer:
     def __init__(self, writer, write_timeout, sse, session=None, resumable=False):
         self.writer, self.write_timeout, self.sse = writer, write_timeout, sse
         self.headers, self.streaming, self.behind_since = {}, False, None
-        self.session, self.stream_id, self.done = session, secrets.token_hex(8), asyncio.Event()
+        self.session, self.stream_id, self.ended = session, secrets.token_hex(8), asyncio.Event()
         self.sent, self.kept = 0, 0  # events numbered so far; bytes of those kept
         self.events = collections.deque() if resumable else None  # (number, event), kept
 
@@ -581,7 +585,7 @@ class Answer:
         event for the GET that resumes it, and written to that GET if it is there."""
         if not task.cancelled() and task.result():
             self.notify(task.result())
-        self.done.set()
+        self.ended.set()
 
 
 # ---------------------------------------------------------------------------

@@ -430,3 +430,22 @@ def test_the_sdk_client_hears_our_changes(port, era, transport):
     assert heard == ([("ResourceUpdatedNotification", "note:///a"),
                       ("ResourceListChangedNotification", None)] if era == "legacy"
                      else ["ResourceUpdated", "ToolsListChanged"])
+
+
+def test_sigterm_ends_a_listen_with_its_result_and_a_get_stream():
+    proc = subprocess.Popen([*SERVER, "--http", "0"], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        http_port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())[1])
+        listen = modern(request(7, "subscriptions/listen", {"notifications": {}}))
+        listening = post(http_port, listen, {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen"})
+        assert event(listening)[1] == line(tagged("notifications/subscriptions/acknowledged",
+                                                  {"notifications": {}}, 7)).decode().strip()
+        stream = get(http_port, session(http_port))
+        assert event(stream)[1] == ""  # the priming event
+        proc.terminate()
+        assert event(listening) == (None, line(listen_ended(7)).decode().strip())
+        assert listening.read() == b"" and stream.read() == b""
+        assert proc.wait(15) == 0
+    finally:
+        proc.kill()
+        proc.wait()
