@@ -437,7 +437,8 @@ def test_sigterm_ends_a_listen_with_its_result_and_a_get_stream():
     try:
         http_port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())[1])
         listen = modern(request(7, "subscriptions/listen", {"notifications": {}}))
-        listening = post(http_port, listen, {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen"})
+        listening = post(http_port, listen,
+                         {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen"})
         assert event(listening)[1] == line(tagged("notifications/subscriptions/acknowledged",
                                                   {"notifications": {}}, 7)).decode().strip()
         stream = get(http_port, session(http_port))
