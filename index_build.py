@@ -5,14 +5,18 @@ index_build.py - turn a folder of text files into a searchable vector index.
 
 A build, in build_index below, is five steps:
 
-    scan     every .txt and .md file directly inside --docs, in name order
-    split    each file into passages of a paragraph or so: a .txt file at its blank lines,
+    scan     every .txt, .md and .markdown file under --docs at any depth, in name order;
+             a document's name is its path inside the folder ("guide/install.md")
+    split    each file into passages of a paragraph or so (a markdown file's YAML front
+             matter left out, its title: kept): a .txt file at its blank lines,
              a .md file also at its headings, a code example kept whole where it fits;
              each passage short enough for the model, counted in its own word pieces
-    embed    each passage, under its heading (the document's title and, in markdown, the
-             path of headings above it), into a 384-number vector (the all-MiniLM-L6-v2
-             model): passages that mean similar things point in similar directions, so
-             "can I bring a dog" lands near the paragraph about dogs though the words differ
+    embed    each passage, under its heading (its folders, the document's title and, in
+             markdown, the path of headings above it), into a 384-number vector (the
+             all-MiniLM-L6-v2 model): passages that mean similar things point in similar
+             directions, so "can I bring a dog" lands near the paragraph about dogs though
+             the words differ. A text embedded before (by the index being replaced, or by
+             a build that was interrupted) keeps its vector: a one-file edit embeds that file
     write    the vectors and passages into a new data folder
     publish  swap manifest.json, which names that folder, with one atomic rename
 
@@ -63,7 +67,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DOC_SUFFIXES = (".txt", ".md")
+DIMENSION = 384  # the length of its vectors
+DOC_SUFFIXES = (".txt", ".md", ".markdown")  # markdown: all but .txt
+# Folders never read: tools' own files, not documents (hidden ones, .git, are passed over too).
+SKIPPED_FOLDERS = {"node_modules"}
+# A scan stops going deeper than MAX_DEPTH folders and takes at most MAX_FILES documents:
+# a tree past either is more likely a mistake (a home folder, a mount) than documentation.
+MAX_DEPTH = 32
+MAX_FILES = 100_000
 
 # The largest document accepted: 32 MiB of text is some 35,000 passages, about seven
 # minutes of embedding on one core. Anything bigger is more likely a dump than a document.
@@ -87,6 +98,10 @@ MAX_PASSAGE_CHARS = 1000
 MIN_PASSAGE_CHARS = 120
 MIN_SECTION_CHARS = 250
 TITLE_SEARCH_CHARS = 4000  # how far into a document its title is looked for
+# YAML front matter: a "---" line first, then YAML up to a "---" (or "...") line, read from at
+# most this many characters: a block is a few lines of metadata, not a document.
+FRONT_MATTER_MAX_CHARS = 64 * 1024
+FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
 # Markdown: a heading ("## Usage"), a code fence ("```python"), and markup with no words
 # to find: comments, tags, images and badges, link references ("[npm]: https://..."),
 # heading, emphasis and code marks; a link keeps its text. Bounded repeats keep each
@@ -110,9 +125,12 @@ SENTENCE_END = re.compile(r"[.!?]\s")
 HNSW_THRESHOLD = 50_000
 HNSW_NEIGHBOURS = 32      # links per node in the graph (faiss' usual "M")
 HNSW_EF_SEARCH = 128      # candidates explored per query: recall@5 0.95 at 64, 0.98 at 128 (100k)
-# Show a progress bar (on stderr, drawn by sentence-transformers) only when embedding
-# takes long enough to be worth watching.
-PROGRESS_BAR_MIN_PASSAGES = 1000
+# Progress lines on stderr, for a step of at least PROGRESS_MIN_ITEMS files or passages: one
+# every PROGRESS_SECONDS. Passages are embedded EMBED_BATCH at a time, and each batch is saved
+# at once (EMBEDDED_FILE), so an interrupted build loses at most one batch.
+PROGRESS_MIN_ITEMS = 1000
+PROGRESS_SECONDS = 10
+EMBED_BATCH = 256
 
 # How passages are embedded and ranked: chosen by measurement (`make eval`; the tables
 # are in measure/README.md) and recorded in the manifest. passage_text "heading": each
@@ -125,6 +143,7 @@ MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
 VECTORS_FILE = "vectors.faiss"
 LOCK_FILE = ".lock"
+EMBEDDED_FILE = ".embedded"     # vectors embedded since the last publish: the next build resumes
 DATA_PREFIX = "data-"           # data-<time>-<random>: the vectors and passages of one build
 BUILDING_PREFIX = ".building-"  # a data folder still being written
 
@@ -140,15 +159,20 @@ class Unusable(Exception):
 # ----------------------------------------------------------------------------
 # A build: scan -> split -> embed -> write -> publish
 
-def build_index(docs_dir, index_dir, model=None, name=None, description=None):
+def build_index(docs_dir, index_dir, model=None, name=None, description=None, encode_lock=None):
     """Build the index for docs_dir into index_dir and return its manifest.
 
-    model: an already loaded model (the tests share one), else one is loaded here.
+    model: an already loaded model (the tests and server.py share one), else one is loaded
+    here if any passage needs embedding; encode_lock, if given, is held while it encodes.
+    Passages whose text is embedded already (in the current index, or by a build that was
+    interrupted) keep their vectors: only new text is embedded (embed_passages).
     name, description: what server.py tells a model the index holds (see main()); by
     default the folder's name and "the documents in the folder <its name>".
     Raises BuildError for problems the user can fix; on any failure, interruptions
     included, index_dir is as it was and no temporary folder is left.
     """
+    import index_search  # it imports this module: imported here, once both are loaded
+
     files, passages, skipped = read_documents(docs_dir)
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
@@ -158,11 +182,10 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None):
         try:
             with writing(index_dir):
                 build_dir.mkdir()
-            if model is None:
-                with signals_held():  # a signal inside an import of torch breaks it for good
-                    model = load_model()
             texts = embedding_texts(passages, RANKING["passage_text"])
-            faiss_index = make_faiss_index(embed(model, texts))
+            with writing(index_dir):
+                vectors = index_search.embed_passages(model, texts, index_dir, encode_lock)
+            faiss_index = make_faiss_index(vectors)
             folder = Path(docs_dir).resolve().name
             manifest = {
                 "name": name or folder,
@@ -204,22 +227,29 @@ def read_documents(docs_dir):
     except OSError as e:
         raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
     if not paths and not unusable:
-        raise BuildError(f"no .txt or .md files in {docs_dir}: nothing to index")
+        raise BuildError(f"no .txt, .md or .markdown files in {docs_dir}: nothing to index")
+    import index_search
+
     files, passages = {}, []
     tokenizer = load_tokenizer()
-    for path in paths:
+    progress = index_search.Progress("read", "files", len(paths))
+    for name, path in paths.items():
+        progress.advance(1)
         try:
             data = read_document_bytes(path)
             text = decode_text(data)
         except Unusable as e:
-            unusable.append((path.name, str(e)))
+            unusable.append((name, str(e)))
             continue
-        title = document_title(text, path.name)
-        pieces, cut = split_into_passages(text, title, path.suffix.lower() == ".md", tokenizer)
-        files[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                            "title": title, "passages": len(pieces), "cut": cut}
+        markdown = path.suffix.lower() != ".txt"
+        front, text = split_front_matter(text, name) if markdown else ({}, text)
+        title = document_title(text, path.name, front)
+        folders = name.split("/")[:-1]  # a product version, a section: embedded and matched too
+        pieces, cut = split_into_passages(text, title, markdown, tokenizer, folders)
+        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                       "title": title, "passages": len(pieces), "cut": cut}
         for position, (paragraph, heading, passage_text, _) in enumerate(pieces, start=1):
-            passages.append({"source": path.name, "passage": position, "paragraph": paragraph,
+            passages.append({"source": name, "passage": position, "paragraph": paragraph,
                              "heading": heading, "text": passage_text})
     for shown, reason in unusable:
         print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
@@ -232,40 +262,77 @@ def read_documents(docs_dir):
 
 
 def scan_docs(docs_dir):
-    """(usable, skipped): the candidate documents directly inside docs_dir, in name order.
+    """(usable, skipped): the candidate documents under docs_dir at any depth, in name order.
 
-    Candidates are the .txt and .md files; hidden files (editor swap files and the like)
-    and other suffixes are not documents and are passed over without a word.
-    usable:  [Path] of candidates whose name and place are fine (their bytes are checked
-             when they are read)
-    skipped: [(shown name, reason)] for candidates whose name is not printable UTF-8, or
-             that are not a regular file inside the folder: a symlink pointing at
-             /etc/passwd must never become a "document".
-    An unreadable folder raises OSError.
+    A document's name is its path inside the folder, with "/" ("guide/install.md").
+    Candidates are the .txt, .md and .markdown files; hidden files and folders (.git, editor
+    swap files) and node_modules are not documents and are passed over without a word.
+    usable:  {name: Path} of candidates whose name and place are fine (their bytes are
+             checked when they are read)
+    skipped: [(shown name, reason)] for candidates whose name is not printable UTF-8, that
+             are not a regular file inside the folder (a symlink pointing at /etc/passwd
+             must never become a "document"), for a folder that is a symlink out of the
+             tree, a loop, deeper than MAX_DEPTH or unreadable, and for the files past
+             MAX_FILES: each is reported, none makes the scan hang.
+    An unreadable docs folder raises OSError.
     """
     docs_dir = Path(docs_dir)
-    usable, skipped = [], []
-    for entry in sorted(os.scandir(docs_dir), key=lambda entry: entry.name):
-        name = entry.name
-        if name.startswith(".") or os.path.splitext(name)[1].lower() not in DOC_SUFFIXES:
+    root = docs_dir.resolve()
+    usable, skipped = {}, []
+    folders = [("", 0)]      # (name prefix, depth) of each folder still to read
+    seen = {root}            # the real folders read: a symlink to one of them is a loop
+    while folders:
+        prefix, depth = folders.pop()
+        try:
+            entries = sorted(os.scandir(docs_dir / prefix), key=lambda entry: entry.name)
+        except OSError as e:
+            if not prefix:
+                raise
+            skipped.append((shown_name(prefix), f"a folder that cannot be read ({os_reason(e)})"))
             continue
-        problem = name_problem(name)
-        if problem is None and not is_file_inside(docs_dir, entry):
-            problem = "not a regular file inside the docs folder"
-        if problem is None:
-            usable.append(docs_dir / name)
-        else:
-            skipped.append((shown_name(name), problem))
-    return usable, skipped
+        for entry in entries:
+            name = prefix + entry.name
+            if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+                continue
+            problem = name_problem(entry.name)
+            try:
+                folder = entry.is_dir()
+            except OSError:  # a symlink loop
+                folder = False  # reported below as not a regular file
+            if folder:
+                real = Path(entry.path).resolve()
+                if problem is None and not real.is_relative_to(root):
+                    problem = "a symlink to a folder outside the docs folder"
+                elif problem is None and entry.is_symlink() and real in seen:
+                    problem = "a folder reached twice (a symlink loop)"
+                elif problem is None and depth >= MAX_DEPTH:
+                    problem = f"more than {MAX_DEPTH} folders deep"
+                if problem is None:
+                    seen.add(real)
+                    folders.append((name + "/", depth + 1))
+                else:
+                    skipped.append((shown_name(name) + "/", problem))
+                continue
+            if os.path.splitext(entry.name)[1].lower() not in DOC_SUFFIXES:
+                continue
+            if problem is None and not is_file_inside(root, entry):
+                problem = "not a regular file inside the docs folder"
+            if problem is None and len(usable) >= MAX_FILES:
+                problem = f"over the limit of {MAX_FILES:,} documents"
+            if problem is None:
+                usable[name] = docs_dir / name
+            else:
+                skipped.append((shown_name(name), problem))
+    return dict(sorted(usable.items())), sorted(skipped)
 
 
-def is_file_inside(docs_dir, entry):
-    """Whether a folder entry is a regular file, or a symlink to one in the same folder."""
+def is_file_inside(root, entry):
+    """Whether a folder entry is a regular file, or a symlink to one inside the docs folder."""
     try:
         if not entry.is_symlink():  # no system call: scandir read the entry's type
             return entry.is_file(follow_symlinks=False)
         real = Path(entry.path).resolve()
-        return real.parent == docs_dir.resolve() and real.is_file()
+        return real.is_relative_to(root) and real.is_file()
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
@@ -354,16 +421,43 @@ def decode_text(data):
     return text
 
 
-def document_title(text, file_name):
-    """The first line with words near a document's top, its markup removed ("# Express
-    [![npm](...)](...)" becomes "Express"), else the file name without its suffix; cut to
-    TITLE_MAX_CHARS."""
-    # Only the top is read: a 32 MiB file of one line must not be copied whole.
-    line = LINE_WITH_WORDS.search(strip_markup(text[:TITLE_SEARCH_CHARS]))
-    title = " ".join(line[0].split()) if line else Path(file_name).stem.strip() or file_name
+def document_title(text, file_name, front=None):
+    """The title in the front matter (a text or a number), else the first line with words near
+    a document's top, its markup removed ("# Express [![npm](...)](...)" becomes "Express"),
+    else the file name without its suffix; on one line, cut to TITLE_MAX_CHARS."""
+    title = (front or {}).get("title")
+    if type(title) not in (str, int, float) or not str(title).split():  # a bool is no title
+        # Only the top is read: a 32 MiB file of one line must not be copied whole.
+        line = LINE_WITH_WORDS.search(strip_markup(text[:TITLE_SEARCH_CHARS]))
+        title = line[0] if line else Path(file_name).stem.strip() or file_name
+    title = " ".join(str(title).split())
     if len(title) > TITLE_MAX_CHARS:
         title = title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
     return title
+
+
+def split_front_matter(text, name):
+    """(front matter, the rest): a markdown file's YAML front matter ("---" lines around
+    "title: ..."), read with PyYAML's safe loader from at most FRONT_MATTER_MAX_CHARS, and the
+    text after it. A block that is not closed in time, not YAML, or not a mapping stays text,
+    and the build says so on stderr, once for the file."""
+    if not text.startswith(("---\n", "---\r\n")):
+        return {}, text
+    import yaml
+
+    end = FRONT_MATTER_END.search(text, 3, FRONT_MATTER_MAX_CHARS)
+    problem = f"not closed within {FRONT_MATTER_MAX_CHARS:,} characters"
+    if end:
+        try:
+            front = yaml.load(text[3:end.start()], Loader=yaml.CSafeLoader)
+            problem = None if isinstance(front, dict) else "not a mapping of names to values"
+        except yaml.YAMLError as e:
+            problem = "not valid YAML: " + " ".join(str(e).split())[:200]
+    if problem:
+        print(f"index_build: {shown_name(name)}: front matter read as text ({problem})",
+              file=sys.stderr, flush=True)
+        return {}, text
+    return front, text[end.end():]
 
 
 def strip_markup(text):
@@ -381,7 +475,7 @@ def strip_markup(text):
 # rest, so they are counted with the model's own tokenizer: a limit in characters does not
 # hold (README markdown averages under 3 characters per word piece, code fewer).
 
-def split_into_passages(text, title, markdown, tokenizer):
+def split_into_passages(text, title, markdown, tokenizer, folders=()):
     """([(paragraph number, heading, passage, word pieces)], blocks cut): a document's passages.
 
     A passage is a block (split_blocks), or blocks in a row under the heading of the last
@@ -399,7 +493,7 @@ def split_into_passages(text, title, markdown, tokenizer):
             level, name = len(heading_line[1]), " ".join(strip_markup(heading_line[2]).split())
             path = [(above, h) for above, h in path if above < level] + [(level, name)]
         names = [name for _, name in path if name]
-        heading = " > ".join(names if names[:1] == [title] else [title, *names])
+        heading = " > ".join([*folders, *(names if names[:1] == [title] else [title, *names])])
         # A heading takes at most a quarter of the window, however long (a deep path; Korean
         # makes two or three word pieces of a character). [CLS] and [SEP] take 2.
         heading, heading_tokens = fit_to_window(heading, MODEL_WINDOW_TOKENS // 4, tokenizer)[0]
@@ -523,7 +617,7 @@ def embed(model, texts):
     import numpy as np
 
     vectors = model.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                           show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_PASSAGES)
+                           show_progress_bar=False)
     return np.ascontiguousarray(vectors, dtype="float32")
 
 
@@ -560,7 +654,8 @@ def check_index_dir(index_dir):
     if index_dir.is_dir() and not (index_dir / MANIFEST_FILE).exists():
         with writing(index_dir):
             names = os.listdir(index_dir)
-        if any(name != LOCK_FILE and not name.startswith((DATA_PREFIX, BUILDING_PREFIX))
+        index_names = (LOCK_FILE, EMBEDDED_FILE)
+        if any(name not in index_names and not name.startswith((DATA_PREFIX, BUILDING_PREFIX))
                for name in names):
             # Never fill or clean a folder that is not an index we built (think: --index docs).
             raise BuildError(f"refusing to write the index into {index_dir}: it holds files and "
@@ -587,7 +682,7 @@ def build_lock(index_dir):
     again if the build publishes nothing.
     """
     index_dir = Path(index_dir)
-    created = not index_dir.exists()
+    created, keeps = not index_dir.exists(), (MANIFEST_FILE, EMBEDDED_FILE)
     with writing(index_dir):
         index_dir.mkdir(exist_ok=True)
         fd = os.open(index_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
@@ -604,7 +699,8 @@ def build_lock(index_dir):
             remove_leftovers(index_dir)
             yield index_dir
         finally:
-            if created and not (index_dir / MANIFEST_FILE).exists():
+            # ...unless it keeps vectors embedded for the next build to resume from.
+            if created and not any((index_dir / name).exists() for name in keeps):
                 shutil.rmtree(index_dir, ignore_errors=True)
 
 
@@ -617,7 +713,7 @@ def remove_leftovers(index_dir, keep=None):
         old_data = keep and name.startswith(DATA_PREFIX) and name != keep
         if name.startswith(BUILDING_PREFIX) or old_data:
             shutil.rmtree(index_dir / name, ignore_errors=True)
-        elif keep and name in (VECTORS_FILE, PASSAGES_FILE):
+        elif keep and name in (VECTORS_FILE, PASSAGES_FILE, EMBEDDED_FILE):
             os.unlink(index_dir / name)
 
 

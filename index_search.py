@@ -10,8 +10,8 @@ half of an index's life: index_build.py writes the index, this reads it.
     reading back    load_index: the manifest, the vectors and the passages. A file that is not
                     the one the build wrote (missing, cut short, edited, from another build
                     or another version) is named, with the command that rebuilds the index.
-    staleness       stale_reasons: which documents were added, removed or changed since
-                    the build, so that a server never answers from an index older than them;
+    staleness       changed_files: which documents were added, removed or changed since
+                    the build, so that a server can refresh its index (and say so meanwhile);
                     read_text serves an indexed document's text, checked as the build did.
     ranking         rank_passages: the passages for a query, as index_build.RANKING says
                     (cosine similarity plus a little BM25, each file's best passage first);
@@ -21,13 +21,20 @@ Like index_build.py, nothing heavy is imported at the top: faiss, numpy and bm25
 imported inside the functions that need them.
 """
 
+import contextlib
 import hashlib
 import json
+import os
+import stat
+import sys
+import time
 from pathlib import Path
 
-from index_build import (MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE, RANKING, VECTORS_FILE,
-                         Unusable, decode_text, embedding_texts, file_stamp, manifest_sha256,
-                         open_document, os_reason, read_document_bytes, scan_docs)
+import index_build
+from index_build import (DIMENSION, EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
+                         RANKING, VECTORS_FILE, Unusable, decode_text, embedding_texts,
+                         file_stamp, manifest_sha256, open_document, os_reason,
+                         read_document_bytes, scan_docs)
 
 # The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
 PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
@@ -115,12 +122,6 @@ def read_index_data(index_dir, manifest):
     return faiss_index, [json.loads(line) for line in lines]
 
 
-def out_of_date(index_dir, reasons):
-    """The IndexProblem of an index whose documents changed since (stale_reasons)."""
-    return IndexProblem(f"the search index is out of date ({'; '.join(reasons[:5])}); "
-                        f"run `{rebuild_command(index_dir)}` to rebuild it")
-
-
 def damaged(index_dir, problem):
     return IndexProblem(f"the search index is damaged ({problem}); "
                         f"run `{rebuild_command(index_dir)}` to rebuild it")
@@ -147,31 +148,35 @@ def resolve_docs_dir(manifest, index_dir):
 # Telling whether the documents changed since the build
 
 def stale_reasons(manifest, docs_dir, hashes=None):
-    """What differs between the indexed files and the files now in docs_dir ([] = up to date).
+    """What differs between the indexed files and the files now in docs_dir ([] = up to date),
+    in words: "guide/a.md changed", "b.md is new", "c.md was removed"."""
+    changed, added, removed = changed_files(manifest, docs_dir, hashes)
+    return ([f"{name} changed" for name in changed] + [f"{name} is new" for name in added]
+            + [f"{name} was removed" for name in removed])
+
+
+def changed_files(manifest, docs_dir, hashes=None):
+    """(changed, added, removed): the names of the documents edited, new, and gone (or not
+    usable any more) since the build.
 
     hashes: a dict kept between calls, so that a file is hashed again only when its stat
     moved. A file that cannot be read is not called changed (there is nothing to compare),
-    so it fails only the get_document call that needs it.
+    so it fails only the get_document call that needs it; a folder that cannot be listed
+    any more is taken as it was indexed.
     """
     docs_dir = Path(docs_dir)
     hashes = {} if hashes is None else hashes
-    if not docs_dir.is_dir():
-        return [f"the docs folder '{docs_dir.name}' is missing"]
-    try:
-        usable, unusable = scan_docs(docs_dir)
-    except OSError:  # cannot list it: cannot tell, so the index is taken as it is
-        return []
     indexed = manifest["files"]
-    present = {path.name: path for path in usable}
-    not_usable = dict(unusable)
-    reasons = []
-    for name in indexed:
-        if name in not_usable:
-            reasons.append(f"{name} cannot be used any more ({not_usable[name]})")
-        elif name not in present:
-            reasons.append(f"{name} was removed")
+    if not docs_dir.is_dir():
+        return [], [], list(indexed)
+    try:
+        present, unusable = scan_docs(docs_dir)
+    except OSError:
+        return [], [], []
     known = set(indexed) | set(manifest.get("skipped", {}))
-    reasons += [f"{name} is new" for name in [*present, *not_usable] if name not in known]
+    added = [name for name in [*present, *dict(unusable)] if name not in known]
+    removed = [name for name in indexed if name not in present]
+    changed = []
     for name, path in present.items():
         if name not in indexed:
             continue
@@ -180,13 +185,146 @@ def stale_reasons(manifest, docs_dir, hashes=None):
             hashes[path] = (stamp, file_sha256(path))
         sha = hashes[path][1]
         if sha is not None and sha != indexed[name]["sha256"]:
-            reasons.append(f"{name} changed")
-    return reasons
+            changed.append(name)
+    return changed, added, removed
+
+
+def document_path(docs_dir, name):
+    """The path of the document `name` if it is still one inside docs_dir, else None: what
+    get_document checks for one file, where a scan would read the whole folder."""
+    parts = name.split("/")
+    skipped = index_build.SKIPPED_FOLDERS
+    if any(part.startswith(".") or part in skipped or not part for part in parts):
+        return None
+    path = Path(docs_dir) / name
+    try:
+        root = Path(docs_dir).resolve()
+        real = path.resolve()
+        inside = real.is_relative_to(root) and stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, RuntimeError):
+        return None
+    return path if inside else None
+
+
+def manifest_changes(old, new):
+    """(changed, added, removed): the names of the documents that two builds' "files" differ in."""
+    return ([name for name in new if name in old and new[name] != old[name]],
+            [name for name in new if name not in old], [name for name in old if name not in new])
+
+
+def folder_listing(files, prefix, limit):
+    """(documents, folders, left out): the documents whose name starts with prefix and that
+    sit in the prefix's folder ("guide/" of "guide/inst"), then each folder inside that one
+    with how many documents it holds, at most limit entries in all."""
+    base = prefix[:prefix.rfind("/") + 1]
+    documents, folders = [], {}
+    for name, info in files.items():
+        if name.startswith(prefix) and "/" in name[len(base):]:
+            folder = base + name[len(base):].split("/")[0] + "/"
+            folders[folder] = folders.get(folder, 0) + 1
+        elif name.startswith(prefix):
+            documents.append({"name": name, "title": info["title"], "passages": info["passages"]})
+    folders = [{"name": name, "documents": count} for name, count in folders.items()]
+    left_out = max(0, len(documents) + len(folders) - limit)
+    documents = documents[:limit]
+    return documents, folders[:limit - len(documents)], left_out
 
 
 def read_text(path):
     """The text of an indexed document, to serve it; Unusable says why it is not one any more."""
     return decode_text(read_document_bytes(path))
+
+
+# ----------------------------------------------------------------------------
+# Vectors embedded already, for an incremental build (index_build.embed_passages): a vector is
+# known by the sha256 of the model's name and the text embedded, so a passage whose text did
+# not change keeps its vector, and another model's vectors match nothing.
+
+def embed_passages(model, texts, index_dir, encode_lock=None):
+    """The vectors of texts: those embedded already (known_vectors) reused, the others
+    embedded EMBED_BATCH at a time, each batch appended to EMBEDDED_FILE as soon as it is done
+    (an interrupted build loses at most one batch). The model is loaded only when something
+    needs embedding. index_build.build_index calls it."""
+    import numpy as np
+
+    keys = embedding_keys(texts)
+    known = known_vectors(index_dir)
+    missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
+    if missing and model is None:
+        with index_build.signals_held():  # a signal inside an import of torch breaks it for good
+            model = index_build.load_model()
+    progress = Progress("embedded", "passages", len(missing))
+    with open(Path(index_dir) / EMBEDDED_FILE, "ab") as saved:
+        for start in range(0, len(missing), index_build.EMBED_BATCH):
+            batch = missing[start:start + index_build.EMBED_BATCH]
+            with encode_lock or contextlib.nullcontext():
+                vectors = index_build.embed(model, [text for _, text in batch])
+            records = np.empty(len(batch), dtype=record_type(vectors.shape[1]))
+            records["key"] = [key for key, _ in batch]
+            records["vector"] = vectors
+            saved.write(records.tobytes())
+            saved.flush()
+            known.update(zip(records["key"].tolist(), vectors))
+            progress.advance(len(batch))
+    if not keys:
+        return np.zeros((0, DIMENSION), dtype="float32")
+    return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype="float32")
+
+
+class Progress:
+    """Progress of a long build step, on stderr: "index_build: embedded 2,048 of 20,246
+    passages (31/s, about 584 s left)", at most once every PROGRESS_SECONDS and at the end,
+    for a step of at least PROGRESS_MIN_ITEMS (index_build's constants)."""
+
+    def __init__(self, verb, unit, total):
+        self.verb, self.unit, self.total, self.done = verb, unit, total, 0
+        self.started = self.shown = time.monotonic()
+
+    def advance(self, count):
+        self.done += count
+        now = time.monotonic()
+        soon = now - self.shown < index_build.PROGRESS_SECONDS and self.done < self.total
+        if self.total < index_build.PROGRESS_MIN_ITEMS or soon:
+            return
+        self.shown = now
+        rate = self.done / max(now - self.started, 1e-6)
+        print(f"index_build: {self.verb} {self.done:,} of {self.total:,} {self.unit} "
+              f"({rate:,.0f}/s, about {(self.total - self.done) / rate:,.0f} s left)",
+              file=sys.stderr, flush=True)
+
+
+def embedding_keys(texts):
+    """The key of each text's vector: the sha256 of the model's name and the text."""
+    return [hashlib.sha256(f"{MODEL_NAME}\0{text}".encode()).hexdigest().encode()
+            for text in texts]
+
+
+def record_type(dimension):
+    """One record of EMBEDDED_FILE: a text's key, then its vector."""
+    import numpy as np
+
+    return np.dtype([("key", "S64"), ("vector", "<f4", (dimension,))])
+
+
+def known_vectors(index_dir):
+    """{key: vector} of the texts embedded already: the passages of the current index (if it
+    is readable and of this model and ranking) and what EMBEDDED_FILE holds (a record cut
+    short by a kill is left out)."""
+    import numpy as np
+
+    known = {}
+    try:
+        manifest, faiss_index, passages = load_index(index_dir)
+        texts = embedding_texts(passages, manifest["ranking"]["passage_text"])
+        known.update(zip(embedding_keys(texts), faiss_index.reconstruct_n(0, faiss_index.ntotal)))
+    except (IndexProblem, RuntimeError, ValueError, KeyError):
+        pass  # no index, or one that cannot be read: everything is embedded again
+    path = Path(index_dir) / EMBEDDED_FILE
+    record = record_type(DIMENSION)
+    count = path.stat().st_size // record.itemsize if path.exists() else 0
+    records = np.fromfile(path, dtype=record, count=count) if count else []
+    known.update(zip(records["key"].tolist(), records["vector"]) if count else [])
+    return known
 
 
 def file_sha256(path):

@@ -763,14 +763,16 @@ class Server:
     async def read_resource(self, params, ctx):
         """resources/read: the first resource, in the order registered, whose URI or template
         matches. A template's values come from the client: each is one path segment, percent-
-        decoded, and one that would leave it ("/", "." or ".."), or holds NUL, matches nothing.
+        decoded. An encoded "/" (%2F) may join the parts of a nested name ("guide%2Finstall.md"),
+        but a part that is empty, "." or "..", or holds NUL, matches nothing.
         Nothing found, or a function's None: -32602 with the URI in data (SEP-2164; the 2025
         texts suggested -32002). A function that fails: -32603, from Server.handle."""
         uri, value = string_field(params, "uri"), None
         for resource in self.resources.values():
             match = resource.pattern.fullmatch(uri)
             values = [urllib.parse.unquote(text) for text in match.groups()] if match else []
-            if match and not any(v in (".", "..") or "/" in v or "\0" in v for v in values):
+            parts = [part for v in values for part in v.split("/")]
+            if match and not any(part in ("", ".", "..") or "\0" in part for part in parts):
                 arguments = dict(zip(resource.pattern.groupindex, values))
                 arguments.update({resource.context: ctx} if resource.context else {})
                 value = await call(resource.func, **arguments)

@@ -45,7 +45,6 @@ above (threads: a whole one); anything else stops the server at startup with one
 import argparse
 import difflib
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -67,12 +66,12 @@ MAX_TOP_K = 50
 # flood the model's context. 200,000 characters take at most 1.2 MB as JSON (6 bytes for an
 # escaped control character), far below mcp_min.MAX_MESSAGE_BYTES.
 MAX_DOCUMENT_CHARS = 200_000
-# list_documents stops listing past this many bytes of JSON text, once for its text and once
-# for its structured copy: 3,000 files with 200-character titles make under 2 MiB in all.
-MAX_LISTING_BYTES = 1_000_000
+# list_documents lists one folder, at most this many entries: 100 titles of up to 200
+# characters are a page a model can read (a whole 1,000-file tree made 136,000 characters).
+MAX_LISTED = 100
 MAX_VALID_NAMES_CHARS = 2_000  # the "Valid names: ..." of an error, for a folder of thousands
 MODEL_LOAD_TIMEOUT = 300   # seconds a search waits for the model before giving up
-STALE_CHECK_SECONDS = 1.0  # how long a look at every docs file stays good (see Library)
+WATCH_SECONDS = 2.0        # how often the docs folder is compared with the index (Library)
 DEFAULT_TORCH_THREADS = 1  # one query is a small job: extra threads add more overhead than speed
 DEFAULT_RATE_LIMIT = 20    # tool calls per second
 
@@ -96,6 +95,7 @@ RESULT_SCHEMA = {
         "source": {"type": "string", "description": "file the passage comes from"},
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
+        "note": {"type": "string", "description": "present when the file changed since"},
         "score": {"type": "number", "description": "cosine similarity plus a little BM25 word "
                   "matching; larger is better. Results are ordered by it, each file's best "
                   "passage first"},
@@ -123,6 +123,9 @@ def search(query: str, top_k: int = 5) -> ToolResult:
     faiss_index, passages, lexical = library.searchable_index()
     results = index_search.rank_passages(query, library.embed_query(query), faiss_index,
                                          passages, top_k, index_build.RANKING, lexical)
+    for result in results:  # found in the index, but the file is being re-indexed (Library)
+        if result["source"] in library.changed:
+            result["note"] = "this file changed since it was indexed; get_document reads it now"
     # After the text, a resource_link to each source, best first: a host can show or open it.
     documents = library.documents()
     links = [{"type": "resource_link", **documents[name]}
@@ -134,21 +137,28 @@ def search(query: str, top_k: int = 5) -> ToolResult:
 DOCUMENT_SCHEMA = {"type": "object", "required": ["name", "title"],
                    "properties": {"name": {"type": "string"}, "title": {"type": "string"},
                                   "passages": {"type": "integer"}}}
+FOLDER_SCHEMA = {"type": "object", "required": ["name", "documents"], "properties": {
+    "name": {"type": "string"}, "documents": {"type": "integer"}}}
 DOCUMENTS_OUTPUT_SCHEMA = {"type": "object", "required": ["documents"], "properties": {
     "documents": {"type": "array", "items": DOCUMENT_SCHEMA},
+    "folders": {"type": "array", "items": FOLDER_SCHEMA},
     "more": {"type": "integer", "description": "documents left out to keep the answer short"}}}
 
 
 @server.tool(output_schema=DOCUMENTS_OUTPUT_SCHEMA)
-def list_documents() -> ToolResult:
-    """List the document files of {index[name]} that search looks through.
+def list_documents(folder: str = "") -> ToolResult:
+    """List the document files of {index[name]} that search looks through, one folder at a time.
 
-    Returns one line per file: its exact name (what get_document expects) and its title.
+    Returns one line per file in `folder` (default: the top; a folder ends with "/", as in
+    "guide/"): its exact name (what get_document expects) and its title; then one line per
+    folder inside it with how many documents it holds. The start of a name ("guide/inst")
+    lists the names that start with it. A long list is cut, saying how to narrow it.
     """
     rate_limit.check()
     _, manifest, _ = library.current_manifest()
-    text, documents, left_out = listing_of(manifest["files"])
-    structured = {"documents": documents, **({"more": left_out} if left_out else {})}
+    text, documents, folders, left_out = listing_of(manifest["files"], folder)
+    structured = {"documents": documents, **({"folders": folders} if folders else {}),
+                  **({"more": left_out} if left_out else {})}
     return ToolResult(text, structured=structured)
 
 
@@ -179,17 +189,14 @@ def read_document(name):
     # "FAQ.TXT", "faq.txt\0" and anything else that is not literally an indexed file.
     if name not in manifest["files"]:
         raise ValueError(f"unknown document {show_name(name)}. Valid names: {valid}")
-    # The build's own rule, applied again: the file may have been replaced since, say by a
-    # symlink out of the folder.
+    # The build's own rule, applied again to this one file: it may have been replaced since,
+    # say by a symlink out of the folder.
+    path = index_search.document_path(docs_dir, name)
+    if path is None:
+        raise ValueError(f"document {show_name(name)} is not available any more. "
+                         f"Valid names: {valid}")
     try:
-        available = docs_dir / name in index_build.scan_docs(docs_dir)[0]
-    except OSError:  # the docs folder cannot be listed any more
-        available = False
-    if not available:
-        raise ValueError(f"document {show_name(name)} is not available any more; "
-                         f"run `{library.rebuild}` to refresh the index. Valid names: {valid}")
-    try:
-        text = index_search.read_text(docs_dir / name)
+        text = index_search.read_text(path)
     except index_build.Unusable as e:  # its text names no path: safe to show
         raise ValueError(f"document {show_name(name)} cannot be served: {e}") from None
     if len(text) > MAX_DOCUMENT_CHARS:
@@ -250,26 +257,29 @@ class Library:
     """The model, loaded once in the background, and the index, read again whenever a build
     replaces its manifest. Tools run in worker threads, hence the locks.
 
-    manifest.json is stat-ed on every call. Before a search, the docs must still match it
-    (index_search.stale_reasons): looked at again at once when the manifest or the docs
-    folder changed (a file added, removed or renamed), else at most once a second (a file
-    edited in place), and a file's sha256 is computed again only when its stat moved. So a
-    search costs about the same with 3,000 files as with 10.
+    manifest.json is stat-ed on every call. A watcher thread (watch) keeps the index fresh:
+    every WATCH_SECONDS it compares the docs folder with the index (a file is hashed again
+    only when its stat moved) and, when they differ, rebuilds it incrementally with the
+    loaded model, under the build lock (so it never races a `make index`). Meanwhile the
+    tools answer from the index they have, a search result from a file that changed carries
+    a note, and the new index takes the old one's place in one assignment.
     """
 
-    def __init__(self, index_dir, docs_dir=None):
+    def __init__(self, index_dir, docs_dir=None, rebuild=True):
         self.index_dir = Path(index_dir)
         self.docs_dir = Path(docs_dir) if docs_dir else None  # None: the one the index records
-        self.rebuild = index_search.rebuild_command(self.index_dir)  # for the error messages
+        self.rebuild = rebuild  # False (--no-watch): the watcher notes changes, never rebuilds
         self.model = None
         self.model_ready = threading.Event()
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
         self.index_lock = threading.RLock()
+        self.load_lock = threading.Lock()  # one reading of the index data at a time
         self.manifest = None  # (manifest stamp, manifest, docs folder)
         self.resources = None  # what documents() returns, made with self.manifest
         self.index = None     # (data folder name, faiss index, passages, BM25 index)
-        self.checked = None   # ((manifest stamp, docs folder stamp), when, stale reasons)
-        self.hashes = {}      # for stale_reasons: docs file -> (its stat, its sha256)
+        self.changed = set()  # indexed documents edited or removed since the build
+        self.hashes = {}      # for changed_files: docs file -> (its stat, its sha256)
+        self.problem = None   # the last problem the watcher logged, so it is logged once
 
     def start_loading(self, threads=DEFAULT_TORCH_THREADS):
         threading.Thread(target=self.load, args=(threads,), name="load-model", daemon=True).start()
@@ -295,6 +305,7 @@ class Library:
             self.searchable_index()  # read the index now too, so the first search is fast
         except index_search.IndexProblem as e:
             log(str(e))
+        threading.Thread(target=self.watch, name="watch-docs", daemon=True).start()
 
     def embed_query(self, query):
         if not self.model_ready.wait(MODEL_LOAD_TIMEOUT):
@@ -332,14 +343,14 @@ class Library:
             return self.resources
 
     def searchable_index(self):
-        """(faiss index, passages, BM25 index) if the index exists and matches the docs, else
-        IndexProblem."""
-        with self.index_lock:  # an RLock: current_manifest takes it too
-            stamp, manifest, docs_dir = self.current_manifest()
-            reasons = self.stale_reasons(stamp, manifest, docs_dir)
-            if reasons:
-                raise index_search.out_of_date(self.index_dir, reasons)
-            if self.index is None or self.index[0] != manifest["data"]:
+        """(faiss index, passages, BM25 index) of the current index, IndexProblem if none.
+        While a new index is being read, searches go on with the one in memory."""
+        _, manifest, _ = self.current_manifest()
+        index = self.index
+        if index is not None and (index[0] == manifest["data"] or self.load_lock.locked()):
+            return index[1:]
+        with self.load_lock:
+            if self.index is None or self.index[0] != self.current_manifest()[1]["data"]:
                 # load_index reads the manifest again: a build may have published meanwhile.
                 manifest, faiss_index, passages = index_search.load_index(self.index_dir)
                 lexical = index_search.lexical_index(passages)
@@ -347,16 +358,37 @@ class Library:
                 log(f"index loaded: {len(passages)} passages from {len(manifest['files'])} files")
             return self.index[1:]
 
-    def stale_reasons(self, stamp, manifest, docs_dir):
-        """index_search.stale_reasons, kept for STALE_CHECK_SECONDS while the manifest and the
-        docs folder stay the same. The caller holds index_lock."""
-        key = (stamp, index_build.file_stamp(docs_dir))
-        if (self.checked is not None and self.checked[0] == key
-                and time.monotonic() - self.checked[1] < STALE_CHECK_SECONDS):
-            return self.checked[2]
-        reasons = index_search.stale_reasons(manifest, docs_dir, self.hashes)
-        self.checked = (key, time.monotonic(), reasons)
-        return reasons
+    def watch(self):
+        while True:
+            time.sleep(WATCH_SECONDS)
+            try:
+                self.refresh()
+            except (index_search.IndexProblem, index_build.BuildError) as e:
+                if str(e) != self.problem:
+                    log(f"cannot refresh the index: {e}")
+                self.problem = str(e)
+
+    def refresh(self):
+        """One look at the docs folder; a rebuild and a switch to the new index if it changed."""
+        _, manifest, docs_dir = self.current_manifest()
+        changed, added, removed = index_search.changed_files(manifest, docs_dir, self.hashes)
+        self.changed = {*changed, *removed}
+        if not (changed or added or removed) or not self.rebuild or self.model is None:
+            return
+        started = time.perf_counter()
+        new = index_build.build_index(docs_dir, self.index_dir, model=self.model,
+                                      name=manifest.get("name"), encode_lock=self.encode_lock,
+                                      description=manifest.get("description"))
+        self.searchable_index()
+        self.changed = set()
+        changes = index_search.manifest_changes(manifest["files"], new["files"])
+        log(f"index refreshed in {time.perf_counter() - started:.1f} s: {changes}"[:500])
+        documents_changed(*changes)
+
+
+def documents_changed(changed, added, removed):
+    """Called once after each refresh of the index (Library.refresh) with the names of the
+    documents changed, added and removed: the one place to tell clients about it."""
 
 
 # ----------------------------------------------------------------------------
@@ -388,28 +420,22 @@ def format_results(results):
     """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})\n"
-                       f"{r['text']}" for r in results)
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
+                       f"{' [' + r['note'] + ']' if 'note' in r else ''}\n{r['text']}"
+                       for r in results)
 
 
-def listing_of(files):
-    """(text, documents, left out): one entry per file until MAX_LISTING_BYTES is reached.
-
-    Sizes are counted as escaped ASCII JSON, the longest form any encoder may send."""
-    lines, documents, used = [], [], 0
-    for name, info in files.items():
-        document = {"name": name, "title": info["title"], "passages": info["passages"]}
-        line = f"{name}: {info['title']}"
-        used += max(len(json.dumps(line)), len(json.dumps(document)))
-        if used > MAX_LISTING_BYTES:
-            break
-        lines.append(line)
-        documents.append(document)
-    left_out = len(files) - len(documents)
+def listing_of(files, prefix=""):
+    """(text, documents, folders, left out) of index_search.folder_listing, MAX_LISTED at most."""
+    documents, folders, left_out = index_search.folder_listing(files, prefix, MAX_LISTED)
+    lines = [f"{d['name']}: {d['title']}" for d in documents]
+    lines += [f"{f['name']} (a folder of {f['documents']:,} documents)" for f in folders]
     if left_out:
-        lines.append(f"... and {left_out:,} more documents, not listed to keep this answer short; "
-                     "search looks through all of them")
-    return "\n".join(lines), documents, left_out
+        lines.append(f"... and {left_out:,} more, not listed to keep this answer short: pass a "
+                     "longer `folder` (a folder, or the start of the names) to narrow the list, "
+                     "or search, which looks through all of them")
+    text = "\n".join(lines) or f"No document name starts with {show_name(prefix)}"
+    return text, documents, folders, left_out
 
 
 def valid_names(files):
@@ -538,6 +564,8 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind")
     parser.add_argument("--allow-host", action="append", metavar="NAME",
                         help="with --http: another host name clients may use; repeatable")
+    parser.add_argument("--no-watch", action="store_true", help="never rebuild the index when "
+                        "the docs change (a read-only index); results still note changed files")
     args = parser.parse_args(argv)
 
     try:
@@ -550,7 +578,7 @@ def main(argv=None):
     global library, rate_limit
     rate_limit = RateLimit(rate)
     # More torch threads than cores only adds switching; 0 keeps torch's own choice.
-    library = Library(args.index, args.docs)
+    library = Library(args.index, args.docs, rebuild=not args.no_watch)
     try:  # a build while the server runs is picked up, but these words only at a restart
         describe_documents(library.current_manifest()[1])
     except index_search.IndexProblem:

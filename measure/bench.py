@@ -26,12 +26,17 @@ One run, one raw-pipe JSON-RPC client, five parts side by side:
              tests/eval/readmes, the model loaded once: passages/s, word pieces/s (what
              the model reads of each passage under its heading) and the share of the
              build spent embedding; the median of 3 builds.
+6. tree      A generated docs tree of 10,000 files (measure/make_tree.py): scan, front
+             matter and split time and memory; server.py over it: start, list_documents,
+             every page of resources/list, get_document, warm search p50/p99, memory; and
+             on a 100-file tree, embedded for real, a full build against the rebuild after
+             one file changed, in the same run.
 
 Run it with the project's virtualenv (the servers use the same interpreter):
 
     make bench                                  # = .venv/bin/python measure/bench.py
     python measure/bench.py [--quick] [--full] [--json out.json]
-                            [--parts protocol,search,cold,scale,split,build]
+                            [--parts protocol,search,cold,scale,split,build,tree]
     python -m measure.bench --serve floor|mcp_min|mcp_min_async|sdk   # one echo server (part 1)
 
 The table goes to stdout, progress to stderr, the raw numbers to measure/bench_results.json.
@@ -57,10 +62,12 @@ DEFAULT_JSON = os.path.join(MEASURE, "bench_results.json")
 SIZES = {  # how much work each measurement does: default, --quick (tests use smaller still)
     "default": dict(spawns=10, warmup=200, calls=2000, rounds=5, search_spawns=5, cold_spawns=3,
                     search_rounds=5, scale_sizes=[10_000, 100_000], scale_queries=200,
-                    split_mb=[1, 4, 16], build_readmes=30, build_runs=3),
+                    split_mb=[1, 4, 16], build_readmes=30, build_runs=3, tree_files=10_000,
+                    tree_embed_files=100, tree_calls=50),
     "quick": dict(spawns=3, warmup=50, calls=300, rounds=2, search_spawns=2, cold_spawns=1,
                   search_rounds=1, scale_sizes=[10_000], scale_queries=50, split_mb=[1, 4],
-                  build_readmes=10, build_runs=1),
+                  build_readmes=10, build_runs=1, tree_files=2_000, tree_embed_files=30,
+                  tree_calls=20),
 }
 
 
@@ -861,6 +868,166 @@ def bench_build(size):
 # Report: targets, tables, JSON
 # ---------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------
+# Part 6: a docs tree of 10,000 files (measure/make_tree.py), and re-indexing one file
+# ---------------------------------------------------------------------------
+
+READ_CHILD = """import resource, sys, time
+import index_build
+started = time.perf_counter()
+usable, skipped = index_build.scan_docs(sys.argv[1])
+scanned = time.perf_counter()
+files, passages, _ = index_build.read_documents(sys.argv[1])
+print(len(usable), len(passages), scanned - started, time.perf_counter() - scanned,
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def random_vector_index(docs, index):
+    """An index of every passage of docs with random unit vectors instead of embeddings: the
+    real files of a real index, for what scales with files and passages, not with the model."""
+    from pathlib import Path
+
+    import numpy as np
+    import index_build
+    files, passages, skipped = index_build.read_documents(docs)
+    vectors = np.random.default_rng(0).normal(size=(len(passages), index_build.DIMENSION))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("float32")
+    os.makedirs(index)
+    build = os.path.join(index, ".building-bench")
+    os.makedirs(build)
+    manifest = {"model": index_build.MODEL_NAME, "dimension": index_build.DIMENSION,
+                "index_type": "IndexFlatIP", "docs_dir": os.path.relpath(docs, index),
+                "data": "data-bench", "ranking": index_build.RANKING, "files": files,
+                "counts": {"files": len(files), "passages": len(passages), "skipped": 0},
+                "skipped": skipped, "name": "bench", "description": "a generated tree"}
+    faiss_index = index_build.make_faiss_index(vectors)
+    index_build.write_index_files(Path(build), faiss_index, passages, manifest)
+    index_build.publish(Path(build), Path(index), manifest)
+    return len(passages)
+
+
+async def tree_server(index, calls):
+    """server.py --no-watch over a big index: start, listing, paging, reading, searching."""
+    import index_search
+    env = child_env(RAG_RATE_LIMIT="0")
+    pipe = await Pipe.spawn([sys.executable, "server.py", "--index", index, "--no-watch"], env)
+    await pipe.handshake()
+    numbers = {"spawn_init_ms": (time.perf_counter() - pipe.started) * 1e3}
+
+    async def timed(method, params):
+        started = time.perf_counter()
+        result = await pipe.request(method, params)
+        return (time.perf_counter() - started) * 1e3, result
+
+    top_ms, top = await timed("tools/call", {"name": "list_documents", "arguments": {}})
+    folder = top["structuredContent"]["folders"][0]["name"]
+    folder_ms, listed = await timed("tools/call", {"name": "list_documents",
+                                                   "arguments": {"folder": folder}})
+    numbers.update(list_top_ms=top_ms, list_top_chars=len(top["content"][0]["text"]),
+                   list_folder_ms=folder_ms, list_folder_chars=len(listed["content"][0]["text"]))
+    pages, cursor, started = 0, None, time.perf_counter()
+    while True:
+        page = await pipe.request("resources/list", {"cursor": cursor} if cursor else {})
+        pages += 1
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    numbers.update(resources_pages=pages, resources_all_ms=(time.perf_counter() - started) * 1e3)
+    manifest = index_search.read_manifest(index)
+    names = list(manifest["files"])[::max(1, len(manifest["files"]) // calls)][:calls]
+    reads = [(await timed("tools/call", {"name": "get_document", "arguments": {"name": n}}))[0]
+             for n in names]
+    first_ms, _ = await timed("tools/call", {"name": "search", "arguments": {"query": "warm"}})
+    searches = [(await timed("tools/call", {"name": "search", "arguments": {"query": q}}))[0]
+                for q in questions(calls)]
+    numbers.update(get_document_p50_ms=percentile(reads, 50), first_search_ms=first_ms,
+                   search_p50_ms=percentile(searches, 50), search_p99_ms=percentile(searches, 99),
+                   rss=pipe.memory()["VmRSS"], peak_rss=pipe.memory()["VmHWM"])
+    await pipe.close()
+    return numbers
+
+
+def bench_tree(size):
+    """What scales with the number of files, on a generated tree of size["tree_files"]; and,
+    on a smaller one whose embedding this machine can afford, a full build against a rebuild
+    after one file changed, in the same run."""
+    import shutil
+    import subprocess
+    import tempfile
+    import index_build
+    from measure import make_tree
+    files, small = size.get("tree_files", 10_000), size.get("tree_embed_files", 100)
+    tmp = tempfile.mkdtemp(prefix="bench-tree-")
+    results = {"notes": [f"the {files:,}-file tree is not embedded (that would take hours on "
+                         "this machine): its index has random vectors, and what it measures "
+                         "scales with files and passages, not with the model"]}
+    try:
+        docs, index = os.path.join(tmp, "docs"), os.path.join(tmp, "index")
+        progress(f"tree: writing {files:,} files (measure/make_tree.py)")
+        make_tree.make_tree(docs, files)
+        progress("tree: scan, front matter and split in a fresh process")
+        out = subprocess.run([sys.executable, "-c", READ_CHILD, docs], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.split()
+        results.update(files=int(out[0]), passages=int(out[1]), scan_s=float(out[2]),
+                       read_split_s=float(out[3]), read_peak_rss=int(out[4]))
+        progress("tree: an index with random vectors, then server.py over it")
+        random_vector_index(docs, index)
+        results["server"] = asyncio.run(tree_server(index, size.get("tree_calls", 50)))
+
+        progress(f"tree: full build of {small} files, then the rebuild after one edit")
+        small_docs = os.path.join(tmp, "small")
+        make_tree.make_tree(small_docs, small, seed=1)
+        model = index_build.load_model()
+        started = time.perf_counter()
+        manifest = index_build.build_index(small_docs, os.path.join(tmp, "small-index"),
+                                           model=model)
+        full = time.perf_counter() - started
+        edited = os.path.join(small_docs, next(iter(manifest["files"])))
+        with open(edited, "a", encoding="utf-8") as f:
+            f.write("\n## Added\n\nOne more paragraph, written after the build.\n")
+        started = time.perf_counter()
+        index_build.build_index(small_docs, os.path.join(tmp, "small-index"), model=model)
+        results.update(small_files=small, small_passages=manifest["counts"]["passages"],
+                       full_build_s=full, one_file_rebuild_s=time.perf_counter() - started)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def tree_report(tree):
+    out = []
+    if "scan_s" in tree:
+        out.append(table(["", "value"], [
+            ["tree", f"{tree['files']:,} files, {tree['passages']:,} passages"],
+            ["scan", f"{tree['scan_s']:.2f} s"],
+            ["read, front matter, split", f"{tree['read_split_s']:.1f} s"],
+            ["peak memory of that", f"{tree['read_peak_rss'] / 2 ** 20:.0f} MiB"]]))
+    server = tree.get("server", {})
+    if server:
+        out.append(table(["server.py over it (--no-watch)", "value"], [
+            ["spawn -> initialize", f"{server['spawn_init_ms']:.0f} ms"],
+            ["list_documents (top)", f"{server['list_top_ms']:.0f} ms, "
+                                     f"{server['list_top_chars']:,} characters"],
+            ["list_documents (one folder)", f"{server['list_folder_ms']:.0f} ms, "
+                                            f"{server['list_folder_chars']:,} characters"],
+            ["resources/list, every page", f"{server['resources_all_ms']:.0f} ms, "
+                                           f"{server['resources_pages']} pages"],
+            ["get_document p50", f"{server['get_document_p50_ms']:.1f} ms"],
+            ["first search (index and model load)", f"{server['first_search_ms']:.0f} ms"],
+            ["warm search p50 / p99", f"{server['search_p50_ms']:.1f} / "
+                                      f"{server['search_p99_ms']:.1f} ms"],
+            ["memory (RSS / peak)", f"{server['rss'] / 2 ** 20:.0f} / "
+                                    f"{server['peak_rss'] / 2 ** 20:.0f} MiB"]]))
+    if "full_build_s" in tree:
+        out.append(table([f"re-indexing, {tree['small_files']} files embedded", "value"], [
+            ["full build", f"{tree['full_build_s']:.1f} s ({tree['small_passages']:,} passages)"],
+            ["rebuild after one file changed", f"{tree['one_file_rebuild_s']:.1f} s "
+             f"({tree['one_file_rebuild_s'] / tree['full_build_s']:.1%} of the full build)"]]))
+    return out
+
+
+
 def machine_info():
     import platform
     from importlib import metadata
@@ -1019,6 +1186,10 @@ def report(results):
             ["word pieces/s", f"{b['word_pieces_s']:,.0f}"],
             ["embedding", f"{b['embed_share']:.1%} of the build"],
             ["reading and cutting", f"{b['split_seconds']:.2f} s"]]))
+    tree = results.get("tree", {})
+    if tree:
+        out += ["", "6. tree: a generated docs tree (measure/make_tree.py)"]
+        out += [f"note: {n}" for n in tree["notes"]] + tree_report(tree)
     if results["targets"]:
         out += ["", "targets", table(["", "value", "goal", ""], results["targets"])]
     return "\n".join(out)
@@ -1035,7 +1206,7 @@ def main(argv=None):
                         help="also 1M passages in the scale part (slow)")
     parser.add_argument("--json", default=DEFAULT_JSON,
                         help="where to write raw numbers (default measure/bench_results.json)")
-    parser.add_argument("--parts", default="protocol,search,cold,scale,split,build",
+    parser.add_argument("--parts", default="protocol,search,cold,scale,split,build,tree",
                         help="comma-separated subset to run")
     args = parser.parse_args(argv)
     size = SIZES["quick" if args.quick else "default"]
@@ -1047,7 +1218,7 @@ def main(argv=None):
                "search": lambda: asyncio.run(bench_search(size)),
                "cold": lambda: asyncio.run(bench_cold(size)),
                "scale": lambda: bench_scale(size, args.full), "split": lambda: bench_split(size),
-               "build": lambda: bench_build(size)}
+               "build": lambda: bench_build(size), "tree": lambda: bench_tree(size)}
     for part in parts:
         try:
             results[part] = runners[part]()

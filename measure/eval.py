@@ -103,7 +103,7 @@ def load_questions(path, docs_dir=None):
         raise QuestionsError(f"{name} must be a JSON list of "
                              '{"question": ..., "file": ...} objects') from None
     if docs_dir is not None:
-        documents = {path.name for path in index_build.scan_docs(docs_dir)[0]}
+        documents = set(index_build.scan_docs(docs_dir)[0])
         unknown = sorted({file for _, file in pairs} - documents)
         if unknown:
             raise QuestionsError(f"{name} names files that are not in "

@@ -141,8 +141,7 @@ def make_messy(docs, outside):
     names["secret.txt"] = "not a regular file inside the docs folder"
     (docs / "loop.txt").symlink_to(docs / "loop.txt")
     names["loop.txt"] = "not a regular file inside the docs folder"
-    (docs / "folder.md").mkdir()
-    names["folder.md"] = "not a regular file inside the docs folder"
+    (docs / "folder.md").mkdir()  # a folder, read like any other: empty
     os.mkfifo(docs / "pipe.txt")
     names["pipe.txt"] = "not a regular file inside the docs folder"
     # Usable, though unusual: UTF-16 with its byte order mark, and an empty file.
@@ -342,8 +341,11 @@ def test_results_stay_far_below_the_message_limit(tmp_path):
         assert 0 < len(documents) < 3001 and listed["structuredContent"]["more"] == 3001 - len(
             documents)
         assert all(len(d["title"]) == index_build.TITLE_MAX_CHARS for d in documents)
-        assert text_of(listed).endswith(" more documents, not listed to keep this answer short; "
-                                        "search looks through all of them")
+        assert len(documents) == server_module.MAX_LISTED
+        assert text_of(listed).endswith(" more, not listed to keep this answer short: pass a "
+                                        "longer `folder` (a folder, or the start of the names) "
+                                        "to narrow the list, or search, which looks through all "
+                                        "of them")
 
         whole = live.call("get_document", {"name": big})
         assert whole["isError"] is False and answer_bytes(whole) < mcp_min.MAX_MESSAGE_BYTES // 2
@@ -359,34 +361,40 @@ def test_results_stay_far_below_the_message_limit(tmp_path):
         live.close()
 
 
-def test_a_short_listing_of_3000_files_is_whole():
+def test_a_listing_of_3000_files_is_cut_and_says_how_to_narrow_it():
     files = {f"doc{i:04d}.txt": {"title": f"Document {i}", "passages": 2} for i in range(3000)}
-    text, documents, left_out = server_module.listing_of(files)
-    assert left_out == 0 and len(documents) == 3000 and len(text.splitlines()) == 3000
+    text, documents, folders, left_out = server_module.listing_of(files)
+    assert left_out == 2900 and len(documents) == 100 and folders == []
+    assert text.splitlines()[-1].startswith("... and 2,900 more, not listed")
+    text, documents, folders, left_out = server_module.listing_of(files, "doc12")
+    assert [d["name"] for d in documents] == [f"doc12{i:02d}.txt" for i in range(100)]
 
 
 # --- searching is cheap and always sees a whole index ---
 
-def test_search_checks_the_docs_at_most_once_a_second(tmp_path, monkeypatch):
+def test_search_and_get_document_never_scan_the_docs_folder(tmp_path, monkeypatch):
     files = {f"doc{i:04d}.txt": f"Document {i}\n\nSome text.\n" for i in range(300)}
     fake_index(tmp_path / "index", tmp_path / "docs", files)
     library = server_module.Library(tmp_path / "index")
+    monkeypatch.setattr(server_module, "library", library)
     scans = []
     real_scan = index_search.scan_docs
 
     def counting_scan(folder):
         scans.append(folder)
         return real_scan(folder)
-    monkeypatch.setattr(index_search, "scan_docs", counting_scan)  # what stale_reasons calls
+    monkeypatch.setattr(index_search, "scan_docs", counting_scan)  # what changed_files calls
     faiss_index, passages, *_ = library.searchable_index()  # loads the index: may take a while
-    assert len(passages) == 300 and len(scans) == 1
+    assert len(passages) == 300
     for _ in range(20):
         library.searchable_index()
-    assert len(scans) <= 2  # 20 searches, at most one more look at the 300 files
-    (tmp_path / "docs" / "new.txt").write_text("New\n")  # the folder changed: checked at once
-    with pytest.raises(index_search.IndexProblem, match="new.txt is new"):
-        library.searchable_index()
-    assert len(scans) <= 3
+        assert server_module.read_document("doc0007.txt") == "Document 7\n\nSome text.\n"
+    assert scans == []
+    (tmp_path / "docs" / "doc0007.txt").write_text("Changed\n")
+    (tmp_path / "docs" / "new.txt").write_text("New\n")
+    library.refresh()  # the watcher's one look: no model loaded here, so no rebuild
+    assert len(scans) == 1 and library.changed == {"doc0007.txt"}
+    assert server_module.read_document("doc0007.txt") == "Changed\n"  # served as it is now
 
 
 def test_searches_never_fail_while_the_index_is_rebuilt(small_docs, tmp_path, model):

@@ -207,41 +207,67 @@ def test_symlink_out_of_the_docs_folder_is_refused(small_server):
     assert "Valid names: faq.txt, hours_access.txt, menu_prices.txt" in text_of(result)
 
 
-def test_changed_docs_make_search_ask_for_a_rebuild_then_recover(small_server, model):
+def test_a_running_server_picks_up_an_edited_an_added_and_a_removed_file(small_server):
     server, docs, secret = small_server
     index_dir = index_of(server)
-    # top_k above the number of passages: every passage, once.
-    result = server.call("search", {"query": "dog", "top_k": 50})
-    assert result["isError"] is False
-    passages = index_search.read_manifest(index_dir)["counts"]["passages"]
-    assert passages < 50 and len(result["structuredContent"]["results"]) == passages
+    first = server.call("search", {"query": "dog"})  # waits for the model: the watcher runs
+    assert first["isError"] is False
+    (docs / "faq.txt").write_bytes((docs / "faq.txt").read_bytes()
+                                   + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
+    (docs / "guide").mkdir()
+    (docs / "guide" / "new.md").write_text("---\ntitle: Loyalty card\n---\n# Stamps\n\n"
+                                           "Ten stamps on the loyalty card earn a free scone.\n")
+    (docs / "hours_access.txt").unlink()
+    for _ in range(600):  # the server rebuilds in the background; searches never refuse
+        result = server.call("search", {"query": "do you sell dog treats", "top_k": 3})
+        assert result["isError"] is False, text_of(result)
+        listed = server.call("list_documents", {"folder": "guide/"})["structuredContent"]
+        if "dog treats" in text_of(result) and listed["documents"]:
+            break
+        time.sleep(0.2)
+    assert [d["name"] for d in listed["documents"]] == ["guide/new.md"]
+    assert listed["documents"][0]["title"] == "Loyalty card"
+    top = server.call("list_documents")["structuredContent"]
+    assert [d["name"] for d in top["documents"]] == ["faq.txt", "menu_prices.txt"]
+    assert top["folders"] == [{"name": "guide/", "documents": 1}]
+    found = server.call("search", {"query": "free scone loyalty card", "top_k": 1})
+    assert found["structuredContent"]["results"][0]["source"] == "guide/new.md"
+    assert "note" not in found["structuredContent"]["results"][0]
+    assert "guide/new.md" in index_search.read_manifest(index_dir)["files"]
+    read = server.call("get_document", {"name": "guide/new.md"})
+    assert read["isError"] is False and "free scone" in text_of(read)
 
-    # A file swapped for a symlink that points out of the folder: never served, and stale.
-    original = (docs / "faq.txt").read_bytes()
-    (docs / "faq.txt").unlink()
-    (docs / "faq.txt").symlink_to(secret)
-    result = server.call("get_document", {"name": "faq.txt"})
-    assert result["isError"] is True and "1234" not in text_of(result)
-    assert "not available" in text_of(result)
-    result = server.call("search", {"query": "dog"})
-    assert result["isError"] is True
-    # The index folder is not index/, and its path is absolute: named by its last part.
-    assert "out of date" in text_of(result) and text_of(result).endswith(
-        "run `python index_build.py --docs DOCS --index .../index` to rebuild it")
-    assert_no_paths_leak(text_of(result), docs, index_dir)
 
-    # The file edited: still stale.
-    (docs / "faq.txt").unlink()
-    (docs / "faq.txt").write_bytes(
-        original + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
-    result = server.call("search", {"query": "dog"})
-    assert result["isError"] is True and "faq.txt changed" in text_of(result)
-
-    # Rebuilt: the running server picks the new index up, no restart needed.
-    index_build.build_index(docs, index_dir, model=model)
-    result = server.call("search", {"query": "do you sell dog treats", "top_k": 1})
-    assert result["isError"] is False
-    assert "dog treats" in text_of(result)
+def test_with_no_watch_a_changed_file_is_noted_never_refused_and_never_rebuilt(
+        small_docs, tmp_path, model):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The safe code is 1234.\n")
+    index_dir = tmp_path / "index"
+    index_build.build_index(small_docs, index_dir, model=model)
+    before = (index_dir / "manifest.json").read_bytes()
+    server = LiveServer(server_command(index_dir, "--no-watch"))
+    try:
+        assert server.call("search", {"query": "dog"})["isError"] is False
+        (small_docs / "faq.txt").write_bytes(b"Dogs\n\nDogs are no longer welcome inside.\n")
+        for _ in range(600):
+            result = server.call("search", {"query": "are dogs welcome", "top_k": 50})
+            assert result["isError"] is False, text_of(result)
+            notes = [r for r in result["structuredContent"]["results"] if "note" in r]
+            if notes:
+                break
+            time.sleep(0.2)
+        assert {r["source"] for r in notes} == {"faq.txt"}
+        assert "[this file changed since it was indexed" in text_of(result)
+        # A file swapped for a symlink that points out of the folder: never served.
+        (small_docs / "faq.txt").unlink()
+        (small_docs / "faq.txt").symlink_to(secret)
+        refused = server.call("get_document", {"name": "faq.txt"})
+        assert refused["isError"] is True and "1234" not in text_of(refused)
+        assert "not available" in text_of(refused)
+        assert server.call("search", {"query": "dog"})["isError"] is False
+        assert (index_dir / "manifest.json").read_bytes() == before
+    finally:
+        server.close()
 
 
 def test_missing_index_is_a_tool_error_not_a_crash(tmp_path):
