@@ -67,7 +67,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DIMENSION = 384  # the length of its vectors
 DOC_SUFFIXES = (".txt", ".md", ".markdown")  # markdown: all but .txt
 # Folders never read: tools' own files, not documents (hidden ones, .git, are passed over too).
 SKIPPED_FOLDERS = {"node_modules"}
@@ -439,8 +438,8 @@ def document_title(text, file_name, front=None):
 def split_front_matter(text, name):
     """(front matter, the rest): a markdown file's YAML front matter ("---" lines around
     "title: ..."), read with PyYAML's safe loader from at most FRONT_MATTER_MAX_CHARS, and the
-    text after it. A block that is not closed in time, not YAML, or not a mapping stays text,
-    and the build says so on stderr, once for the file."""
+    text after it. A block that is not closed in time, not YAML, or not a mapping stays text
+    (its title taken from what follows it), and the build says so on stderr, once a file."""
     if not text.startswith(("---\n", "---\r\n")):
         return {}, text
     import yaml
@@ -456,7 +455,10 @@ def split_front_matter(text, name):
     if problem:
         print(f"index_build: {shown_name(name)}: front matter read as text ({problem})",
               file=sys.stderr, flush=True)
-        return {}, text
+        # Text, but not a title: "external help file: ..." names no document. The title is
+        # then the first line with words after the block (often the same "# Heading").
+        body = text[end.end():] if end else text
+        return {"title": document_title(body, name)}, text
     return front, text[end.end():]
 
 

@@ -31,11 +31,12 @@ import time
 from pathlib import Path
 
 import index_build
-from index_build import (DIMENSION, EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
+from index_build import (EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
                          RANKING, VECTORS_FILE, Unusable, decode_text, embedding_texts,
                          file_stamp, manifest_sha256, open_document, os_reason,
                          read_document_bytes, scan_docs)
 
+DIMENSION = 384  # the length of the model's vectors (index_build.MODEL_NAME)
 # The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
 PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
 # How many passages each ranker (dense, BM25) proposes before fusion or de-duplication

@@ -16,8 +16,9 @@ definition from the function's name, docstring and type hints.
                              (cosine similarity plus a little BM25, each file's best passage
                              first: index_build.RANKING, chosen by `make eval`), and a link
                              to each document they come from
-    list_documents()         the files that can be searched, with their titles
-    get_document(name)       one whole file, by its exact name
+    list_documents(folder)   the files that can be searched, one folder at a time, with
+                             their titles, and the folders inside it
+    get_document(name)       one whole file, by its exact name ("guide/install.md")
     resources, for the host:
     docs:///{name}           each indexed file (its name percent-encoded), listed and read
     a prompt, for the user:
@@ -31,10 +32,12 @@ their input, and the limits that keep every answer small. Then the settings and 
 
 The embedding model and the index take a few seconds to load, so the server starts
 loading them in a background thread and answers initialize and tools/list at once;
-only search waits for the load to finish. If the index is missing, damaged or older than
-the files in the docs folder, each tool (and resources/read) answers with an error naming
-the command that rebuilds it (`make index` for the default folder), resources/list lists
-nothing, and the new index is picked up on the next call, without a restart.
+only search waits for the load to finish. If the index is missing or damaged, each tool
+(and resources/read) answers with an error naming the command that rebuilds it (`make
+index` for the default folder), resources/list lists nothing, and the new index is picked
+up on the next call, without a restart. When the documents change, the server rebuilds the
+index itself, in the background (Library.watch; --no-watch turns it off), and then calls
+documents_changed(changed, added, removed).
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
@@ -233,7 +236,7 @@ def document_uri(name):
 
 
 def mime_type(name):
-    return "text/markdown" if name.lower().endswith(".md") else "text/plain"
+    return "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
 
 
 @server.prompt(title="Ask the documents", complete={"document": document_names})

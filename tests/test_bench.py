@@ -67,3 +67,16 @@ def test_build_part_runs_and_reports():
     results["targets"] = bench.targets(results)
     text = bench.report(results)
     assert "5. build" in text and "word pieces/s" in text and "of the build" in text
+
+
+def test_tree_part_runs_and_reports(model):
+    """Part 6 on a tiny generated tree: every figure its table needs, and the table."""
+    tree = bench.bench_tree({"tree_files": 60, "tree_embed_files": 5, "tree_calls": 3}, model)
+    assert tree["files"] == 60 and tree["passages"] > 60
+    server = tree["server"]
+    assert server["resources_pages"] >= 1 and server["list_top_chars"] > 0
+    assert server["search_p99_ms"] >= server["search_p50_ms"] > 0
+    assert tree["one_file_rebuild_s"] > 0 and tree["full_build_s"] > 0
+    results = {"machine": bench.machine_info(), "seconds": 1.0, "tree": tree, "targets": []}
+    text = bench.report(results)
+    assert "6. tree" in text and "rebuild after one file changed" in text

@@ -56,8 +56,8 @@ STEP_2 = [
     "    search: Search The Wandering Kettle for the passages closest in meaning to a question.",
     "        arguments: query (string, required), top_k (integer, default 5)",
     "    list_documents: List the document files of The Wandering Kettle that search looks "
-    "through.",
-    "        arguments: none",
+    "through, one folder at a time.",
+    '        arguments: folder (string, default "")',
     "    get_document: Return one document file of The Wandering Kettle in full, by its exact "
     "file name.",
     "        arguments: name (string, required)",
