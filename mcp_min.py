@@ -857,7 +857,7 @@ class Server:
         await self.asking(self.read_resource, message, send, session, False)
         topics, subscribing = session["listener"].wants, message["method"] == "resources/subscribe"
         if subscribing and len(topics) > MAX_SUBSCRIPTIONS:
-            raise MCPError(INVALID_REQUEST, f"at most {MAX_SUBSCRIPTIONS} subscriptions a client")
+            raise MCPError(INVALID_REQUEST, f"Invalid Request: at most {MAX_SUBSCRIPTIONS} a client")
         (topics.add if subscribing else topics.discard)(message["params"]["uri"])
         return {}
 
