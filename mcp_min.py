@@ -857,7 +857,7 @@ class Server:
         await self.asking(self.read_resource, message, send, session, False)
         topics, subscribing = session["listener"].wants, message["method"] == "resources/subscribe"
         if subscribing and len(topics) > MAX_SUBSCRIPTIONS:
-            raise MCPError(INVALID_REQUEST, f"Invalid Request: at most {MAX_SUBSCRIPTIONS} a client")
+            raise MCPError(INVALID_REQUEST, f"Invalid Request: over {MAX_SUBSCRIPTIONS} URIs")
         (topics.add if subscribing else topics.discard)(message["params"]["uri"])
         return {}
 
