@@ -48,6 +48,10 @@ MAX_SESSIONS = 10_000  # legacy sessions kept at most; the least recently used o
 # Behind a load balancer, MCP_INSTANCE names this process: its legacy session ids start with that
 # name and a dot, so the proxy can send each session to the process that holds it in memory.
 INSTANCE = os.environ.get("MCP_INSTANCE", "")
+# SSE polling (SEP-1699, 2025-11-25): a client that lost a stream reconnects after RETRY_MS, and
+# the events it missed are replayed: each session keeps its last MAX_STREAMS streams, each the
+# events of its last MAX_BACKLOG bytes.
+RETRY_MS, MAX_STREAMS = 1000, 4
 HEADER_MISMATCH = -32020
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
@@ -205,10 +209,14 @@ class HTTPTransport:
 
     async def shutdown(self, grace):
         """Read no more requests, give the calls in flight `grace` seconds, then cancel the rest,
-        which answer an error. Returns once every answer is written (or its write timed out)."""
+        which answer an error. Listens end at once with their result, and GET streams end.
+        Returns once every answer is written (or its write timed out)."""
         for task, busy in list(self.connections.items()):
             if not busy:  # still sending its request: nothing is owed to it yet
                 task.cancel()
+        for stream in [*self.server.listeners, *(s.get("stream") for s in self.sessions.values())]:
+            if stream:  # a Listener, or the Answer of a GET stream
+                stream.ended.set()
         if self.calls:
             await asyncio.wait(self.calls, timeout=grace)
         late = [task for task in self.calls if not task.done()]
@@ -293,11 +301,12 @@ class HTTPTransport:
         if self.auth:  # every request shows a token, before its body is read (spec: Authorization)
             auth = await asyncio.get_running_loop().run_in_executor(
                 None, self.auth.authorize, request.headers.get("authorization"), request.query)
-        # GET would open a stream for server-initiated messages; ours (a legacy elicitation/create)
-        # go on the stream of the call that sends them.
-        if request.method not in ("POST", "DELETE"):
-            raise HTTPError(405, f"{request.method} is not supported; POST JSON-RPC messages",
-                            headers={"Allow": "POST, DELETE"})
+        # GET opens a legacy session's stream (for what the server sends outside a call) or
+        # resumes one; GET and DELETE need a legacy session: 2026-07-28 has neither (spec: 405).
+        if request.method not in ("POST", "GET", "DELETE") or request.method != "POST" \
+                and "mcp-session-id" not in request.headers:
+            raise HTTPError(405, f"{request.method} is not supported here; POST JSON-RPC messages",
+                            headers={"Allow": "POST, GET, DELETE"})
         content_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if request.method == "POST" and content_type != "application/json":
             raise HTTPError(415, "Content-Type must be application/json")
@@ -312,9 +321,14 @@ class HTTPTransport:
         if request.path != ENDPOINT:  # RFC 9728: where the authorization servers are
             return await self.send(writer, 200, {"Content-Type": "application/json"},
                                    encode(self.auth.metadata))
-        # DELETE ends a legacy session, and the requests it runs
-        for task in self.legacy_session(request)["in_flight"].values():
+        if request.method == "GET":
+            return await self.follow(reader, writer, request)
+        # DELETE ends a legacy session, the requests it runs, and its GET stream
+        session = self.legacy_session(request)
+        for task in session["in_flight"].values():
             task.cancel()
+        if session.get("stream"):
+            session["stream"].ended.set()
         del self.sessions[request.headers["mcp-session-id"]]
         await self.send(writer, 200, {})
 
@@ -369,6 +383,8 @@ class HTTPTransport:
             self.check_modern_request(message, headers)
         if modern or opens_session:  # modern: the request's own, forgotten afterwards
             session = {"in_flight": {}, "auth": request.auth}
+        if opens_session:  # what the server sends outside a call goes on the session's GET stream
+            session["notify"] = lambda message: session.get("stream") and session["stream"](message)
         if request_id in session["in_flight"]:  # as on stdio: the running call stays cancellable
             error = MCPError(INVALID_REQUEST, f"Invalid Request: id {request_id!r} is in use")
             raise HTTPError(400, error, request_id)
@@ -434,8 +450,11 @@ class HTTPTransport:
         """Run the request; meanwhile notice a hang-up, and keep a quiet stream alive."""
         request_id, in_flight = message["id"], session["in_flight"]
         sse = "event-stream" in request.headers.get("accept", "")
-        answer = Answer(writer, self.write_timeout, sse)
-        task = asyncio.ensure_future(self.server.handle(message, answer.notify, session))
+        if message["method"] == "subscriptions/listen" and not sse:
+            raise HTTPError(400, "subscriptions/listen needs Accept: text/event-stream", request_id)
+        polling = not modern and request.headers.get("mcp-protocol-version") == "2025-11-25"
+        answer = Answer(writer, self.write_timeout, sse, None if modern else session, polling)
+        task = asyncio.ensure_future(self.server.handle(message, answer, session))
         in_flight[request_id] = task  # where notifications/cancelled finds it
         task.add_done_callback(  # forget it, unless a newer request has taken its id
             lambda _: in_flight.get(request_id) is task and in_flight.pop(request_id))
@@ -452,6 +471,8 @@ class HTTPTransport:
                     # a disconnect is not a cancellation: there the work runs on, unheard.
                     if modern:
                         task.cancel()
+                    elif answer.events is not None:  # SSE polling: kept for the GET that resumes
+                        task.add_done_callback(answer.finish)
                     return
                 elif not done:
                     if answer.sse:  # an SSE comment: proxies see traffic
@@ -466,24 +487,58 @@ class HTTPTransport:
         if opens_session and response and "result" in response:
             answer.headers["Mcp-Session-Id"] = self.open_session(session)
         if answer.streaming:  # the result is the stream's last event
-            return response and await answer.send(b"event: message\ndata: "
-                                                  + encode_reply(response) + b"\n")
+            answer.ended.set()  # a GET that follows the stream ends with it
+            return response and await answer.send(answer.event(b"event: message\ndata: "
+                                                               + encode_reply(response) + b"\n"))
         if response is None:
             return await self.send(writer, 204, {})
         status = ERROR_STATUS.get(response.get("error", {}).get("code"), 200) if modern else 200
         headers = {**answer.headers, "Content-Type": "application/json"}
         await self.send(writer, status, headers, encode_reply(response))
 
+    async def follow(self, reader, writer, request):
+        """GET, legacy: the session's own stream, for what the server sends outside a call
+        (change notifications); or, with Last-Event-ID, the stream that event was on, resumed
+        after it (SEP-1699): the events missed first, none twice, then the rest as they come."""
+        session, last = self.legacy_session(request), request.headers.get("last-event-id")
+        stream_id, _, number = (last or "").rpartition("-")
+        stream = session.get("stream")  # the GET stream is always known; other streams may go
+        streams = {**session.get("streams", {}), **({stream.stream_id: stream} if stream else {})}
+        if last is not None and (stream_id not in streams or not number.isdigit()):
+            raise HTTPError(400, "unknown Last-Event-ID: that stream's events are gone")
+        if last is None and not session.get("stream"):
+            session["stream"] = Answer(writer, self.write_timeout, True, session, True)
+        answer = streams[stream_id] if last is not None else session["stream"]
+        answer.writer, answer.streaming = writer, False
+        await answer.send(b"".join(event for n, event in answer.events if n > int(number or 0)))
+        hang_up, ended = (asyncio.ensure_future(reader.read(1)),
+                          asyncio.ensure_future(answer.ended.wait()))
+        try:
+            while not (hang_up.done() or ended.done()):
+                done, _ = await asyncio.wait({hang_up, ended}, timeout=KEEPALIVE_INTERVAL,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:  # an SSE comment: proxies see traffic
+                    await answer.send(b": keepalive\n\n")
+        finally:
+            hang_up.cancel()
+            ended.cancel()
+
 
 class Answer:
     """The start of an HTTP response, undecided until something must go out. A notification that
     comes before the result (progress, a log message) starts an SSE stream if the client accepts
     SSE; the stream carries the notifications and ends with the result. Else the result goes as
-    JSON. The stream has no length: the connection's end is its end."""
+    JSON. The stream has no length: the connection's end is its end. In a legacy session at
+    2025-11-25, a stream is resumable (SSE polling, SEP-1699): it opens with a priming event, each
+    event has an id, the stream's id and a number, and the last ones are kept for a client that
+    reconnects with Last-Event-ID (HTTPTransport.follow); a GET stream is one too."""
 
-    def __init__(self, writer, write_timeout, sse):
+    def __init__(self, writer, write_timeout, sse, session=None, resumable=False):
         self.writer, self.write_timeout, self.sse = writer, write_timeout, sse
         self.headers, self.streaming, self.behind_since = {}, False, None
+        self.session, self.stream_id, self.ended = session, secrets.token_hex(8), asyncio.Event()
+        self.sent, self.kept = 0, 0  # events numbered so far; bytes of those kept
+        self.events = collections.deque() if resumable else None  # (number, event), kept
 
     def notify(self, message):
         """The send() that Server.handle gets, as on stdio, for notifications and for our
@@ -492,20 +547,29 @@ class Answer:
         carries the latest value). A peer that stays behind for write_timeout is cut off. A
         JSON-only client never sees notifications, nor one that hung up: a legacy call runs on
         after that, and asyncio would log each write to the closed connection. A request that
-        cannot go out fails its call at once."""
+        cannot go out here goes on the session's GET stream, if it has one, else fails its call
+        at once. On a resumable stream, what cannot go out is kept for the client's return."""
         line = encode_reply(message)  # empty: JSON cannot carry it; it is dropped, not the stream
-        unsent = not (self.sse and line) or self.writer.transport.is_closing()
-        if unsent and "id" in message:
-            raise ConnectionError("the client reads no SSE stream here, which a request needs")
-        if unsent:
+        closed = self.writer.transport.is_closing() and self.events is None
+        stream = (self.session or {}).get("stream")
+        if not (self.sse and line) or closed:
+            if "id" in message and stream not in (None, self):
+                return stream(message)
+            if "id" in message:
+                raise ConnectionError("the client reads no SSE stream here, which a request needs")
             return
+        if self.writer.transport.is_closing():  # kept for the GET that resumes the stream
+            return self.event(b"event: message\ndata: " + line + b"\n")
         if "id" in message or self.writer.transport.get_write_buffer_size() < MAX_BACKLOG:
             self.behind_since = None
-            self.writer.write(self.stream_head() + b"event: message\ndata: " + line + b"\n")
+            self.writer.write(self.stream_head() + self.event(b"event: message\ndata: " + line
+                                                              + b"\n"))
         elif self.behind_since is None:
             self.behind_since = time.monotonic()
         elif time.monotonic() - self.behind_since > self.write_timeout:
             self.writer.transport.abort()
+
+    __call__ = notify  # an Answer is the send() of its request
 
     async def send(self, data):
         """The result's event, or a keepalive: written, waiting while the peer lags behind."""
@@ -516,8 +580,42 @@ class Answer:
         head = b"" if self.streaming else http_head(200, {
             **self.headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no"})
+        if not self.streaming and self.events is not None:  # a resumable stream starts
+            streams = self.session.setdefault("streams", {})
+            streams[self.stream_id] = self
+            if len(streams) > MAX_STREAMS:  # a session keeps its last MAX_STREAMS streams
+                del streams[next(iter(streams))]
+            if not self.sent:  # the priming event
+                head += f"id: {self.stream_id}-0\nretry: {RETRY_MS}\ndata: \n\n".encode()
         self.streaming = True
         return head
+
+    def event(self, data):
+        """One SSE event. In a resumable stream it gets the next id, and is kept; the oldest
+        events go once the stream keeps over MAX_BACKLOG bytes."""
+        if self.events is None:
+            return data
+        self.sent += 1
+        data = f"id: {self.stream_id}-{self.sent}\n".encode() + data
+        self.events.append((self.sent, data))
+        self.kept += len(data)
+        while self.kept > MAX_BACKLOG and len(self.events) > 1:
+            self.kept -= len(self.events.popleft()[1])
+        return data
+
+    def close_stream(self):
+        """Context.close_stream: SEP-1699 lets a server end the connection of a resumable stream
+        at any time after an event with an id; the client resumes it with GET."""
+        if self.events is not None and self.sse:
+            self.writer.write(self.stream_head())  # the priming event, at least
+            self.writer.close()
+
+    def finish(self, task):
+        """A resumable call's result, once its connection has ended: kept as the stream's last
+        event for the GET that resumes it, and written to that GET if it is there."""
+        if not task.cancelled() and task.result():
+            self.notify(task.result())
+        self.ended.set()
 
 
 # ---------------------------------------------------------------------------

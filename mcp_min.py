@@ -47,7 +47,7 @@ Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
 """
 import asyncio, base64, collections, concurrent.futures, contextlib, functools, hashlib, hmac
 import inspect, json, math, os, re, secrets, signal, stat, sys, threading, time
-import traceback, types, typing, urllib.parse
+import traceback, types, typing, urllib.parse, weakref
 
 LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]  # oldest first
 MODERN_VERSIONS = ["2026-07-28"]
@@ -58,6 +58,10 @@ MAX_THREADS = 64  # worker threads for sync functions: tools, resources, prompts
 MAX_BACKLOG = 1024 * 1024  # bytes a slow client may leave unread before we wait for it
 WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; then it is gone
 PAGE_SIZE = 100  # items in one page of a list result; nextCursor says where the next one starts
+# Change notifications: per client, listen streams open at once and resource subscriptions; and
+# announcements waiting for the event loop (past that, changes are dropped, not queued).
+MAX_LISTENS, MAX_SUBSCRIPTIONS, MAX_QUEUED = 16, 1000, 1024
+LISTS = ("tools", "prompts", "resources")  # the lists whose changes a client may hear of
 # 2026-07-28 results a client may cache, and for how many milliseconds (spec: utilities/caching).
 # Definitions change only with the code; what a resource's function returns may change any time.
 CACHE_TTL_MS = {"server/discover": 3_600_000, "tools/list": 3_600_000, "prompts/list": 3_600_000,
@@ -470,6 +474,28 @@ class Context:
     async def report_on_loop(self, *args):  # the answer may have gone since: checked again
         self.report_progress(*args)
 
+    def close_stream(self):
+        """SSE polling (SEP-1699; Streamable HTTP, 2025-11-25 only): end this call's SSE stream
+        now; the client reconnects with GET and Last-Event-ID, and the rest comes there. Call it
+        from the event loop (an async tool). Elsewhere it does nothing."""
+        getattr(self.send, "close_stream", lambda: None)()
+
+
+class Listener:
+    """Where change notifications go (spec: server/resources, Subscriptions; list changes;
+    2026-07-28: basic/patterns/subscriptions): a legacy client, or a subscriptions/listen stream,
+    whose notifications carry the listen's id (tag). `wants` holds the topics it hears of: the
+    lists ("tools", "prompts", "resources") and the URIs of resources (each has a ":", a list's
+    name none). It is in the server's listeners while its session or its listen has it."""
+
+    def __init__(self, server, send, wants, tag=None):
+        self.send, self.wants, self.tag, self.ended = send, wants, tag or {}, asyncio.Event()
+        server.loop = asyncio.get_running_loop()  # where Server.announce hands changes to
+        server.listeners.add(self)
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": {**params, **self.tag}})
+
 
 def check_answer(request, answer):
     """An answer is an object; one to an elicitation has an action, and content that is an
@@ -502,6 +528,8 @@ class Server:
         self.tools, self.prompts, self.resources = {}, {}, {}
         key = state_key or os.environ.get("MCP_STATE_KEY") or secrets.token_hex(32)
         self.state_key = key.encode() if isinstance(key, str) else key
+        # Every Listener, used on the event loop only; changes waiting for that loop to send them.
+        self.listeners, self.loop, self.queued = weakref.WeakSet(), None, 0
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
         """Decorator: the function becomes a tool. Its name, docstring and type hints make the
@@ -561,18 +589,21 @@ class Server:
     def description(self):
         """What initialize and server/discover say of us besides serverInfo: a capability for each
         kind of thing registered, and completions wherever there are arguments to complete (those
-        of prompts, the variables of URI templates). Our lists never change while we run, and
-        nobody can subscribe: listChanged and subscribe are left out, which means false."""
+        of prompts, the variables of URI templates). Server code may announce changes of each
+        list (list_changed), and resources can be subscribed to (resource_updated)."""
         features = {"tools": self.tools, "resources": self.resources, "prompts": self.prompts,
                     "completions": self.prompts or self.resources}
-        capabilities = {key: {} for key, found in features.items() if found}
+        changes = {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
+                   "resources": {"listChanged": True, "subscribe": True}}
+        capabilities = {key: dict(changes.get(key, {})) for key, found in features.items() if found}
         return without_none({"capabilities": capabilities, "instructions": self.instructions})
 
     async def handle(self, message, send, session=None):
         """Answer one well-formed request with its response; a cancelled request raises
         CancelledError instead. A tool's notifications and requests reach the client through
         send(message) while it runs. session: the state of the client it came from (see
-        serve_stdio); its "auth" is the identity an HTTP token check found."""
+        serve_stdio); its "auth" is the identity an HTTP token check found; its "notify", if
+        given, sends a legacy client notifications outside any request (else send does)."""
         request_id, method, params = message["id"], message["method"], message.get("params", {})
         session = {} if session is None else session
         try:
@@ -582,6 +613,9 @@ class Server:
                 version = requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
                 result = {"protocolVersion": version, **self.description(), "serverInfo": self.info}
                 session["capabilities"] = params.get("capabilities")  # what we may ask of it
+                # From now on the client hears of list changes: over stdio through send, over
+                # HTTP on its session's GET stream.
+                session["listener"] = Listener(self, session.get("notify", send), set(LISTS))
             elif method == "ping" and not modern:  # the one request allowed before initialization
                 result = {}
             elif method == "server/discover":
@@ -606,11 +640,15 @@ class Server:
                 result = await self.asking(self.get_prompt, message, send, session, modern)
             elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
+            elif method in ("resources/subscribe", "resources/unsubscribe") and not modern:
+                result = await self.subscribe(message, send, session)
+            elif method == "subscriptions/listen" and modern:
+                result = await self.listen(params, request_id, send, session)
             else:
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
             if modern:  # 2026-07-28: stateless; every result says what it is, and who answers
                 result.setdefault("resultType", "complete")
-                result["_meta"] = {META + "serverInfo": self.info}
+                result["_meta"] = {**result.get("_meta", {}), META + "serverInfo": self.info}
             # What we serve does not depend on who asks; but a retry's answer is its own.
             if modern and method in CACHE_TTL_MS and result["resultType"] == "complete" and not (
                     "inputResponses" in params or "requestState" in params):
@@ -710,10 +748,13 @@ class Server:
             return tool_error(f"Tool {name} failed: {failure(e)}")
 
     def handle_notification(self, message, session):
-        """notifications/cancelled stops a request; no other notification needs anything."""
+        """notifications/cancelled stops a request, and ends a listen stream, which answers its
+        complete result; no other notification needs anything."""
         request_id = message.get("params", {}).get("requestId")
         cancelled = message["method"] == "notifications/cancelled" and valid_id(request_id)
-        if cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
+        if cancelled and request_id in session.get("listening", {}):
+            session["listening"][request_id].ended.set()
+        elif cancelled and request_id in session["in_flight"]:  # an unknown id is ignored (spec)
             session["in_flight"].pop(request_id).cancel()
 
     # === 5. Resources, prompts and completion (spec: server/resources, server/prompts,
@@ -782,6 +823,66 @@ class Server:
         return {"completion": {"values": values[:100], "total": len(values),
                                "hasMore": len(values) > 100}}
 
+    # --- Change notifications: server code announces, from any thread; each listener that
+    #     wants it hears (spec: resources Subscriptions, list changes; subscriptions/listen) ---
+
+    def list_changed(self, kind):
+        """Tell clients that the list of "tools", "prompts" or "resources" changed: every legacy
+        client, and each listen stream that asked for it. Safe to call from any thread."""
+        self.announce(f"notifications/{kind}/list_changed", {}, kind)
+
+    def resource_updated(self, uri):
+        """Tell the clients that subscribed to uri that it changed: they read it again if they
+        care. Safe to call from any thread."""
+        self.announce("notifications/resources/updated", {"uri": uri}, uri)
+
+    def announce(self, method, params, topic):
+        """From any thread: the event loop sends the notification to each listener of the topic.
+        While MAX_QUEUED wait for the loop (a flood of changes), more are dropped: a change is a
+        hint to read again, and memory stays flat. A slow client's own send drops them too."""
+        if self.loop and self.queued < MAX_QUEUED:
+            self.queued += 1
+            with contextlib.suppress(RuntimeError):  # the event loop has closed
+                self.loop.call_soon_threadsafe(self.deliver, method, params, topic)
+
+    def deliver(self, method, params, topic):  # on the event loop
+        self.queued -= 1
+        for listener in [listener for listener in self.listeners if topic in listener.wants]:
+            listener.notify(method, params)
+
+    async def subscribe(self, message, send, session):
+        """resources/subscribe and resources/unsubscribe (legacy): notifications/resources/updated
+        for the URIs subscribed to. A URI that cannot be read is not found, as for resources/read;
+        to unsubscribe from a URI not subscribed to is no error."""
+        await self.asking(self.read_resource, message, send, session, False)
+        topics, subscribing = session["listener"].wants, message["method"] == "resources/subscribe"
+        if subscribing and len(topics) > MAX_SUBSCRIPTIONS:
+            raise MCPError(INVALID_REQUEST, f"Invalid Request: over {MAX_SUBSCRIPTIONS} URIs")
+        (topics.add if subscribing else topics.discard)(message["params"]["uri"])
+        return {}
+
+    async def listen(self, params, request_id, send, session):
+        """subscriptions/listen (2026-07-28): first the acknowledgement, with the part of the
+        filter honoured (the lists this server has; URIs if it has resources), then what server
+        code announces, until the client cancels (stdio), closes the stream (HTTP: that cancels
+        the request) or the server stops: then the complete result."""
+        asked, listening = params.get("notifications"), session.setdefault("listening", {})
+        uris = asked.get("resourceSubscriptions", []) if isinstance(asked, dict) else None
+        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris) \
+                or len(uris) > MAX_SUBSCRIPTIONS or len(listening) >= MAX_LISTENS:
+            raise MCPError(INVALID_PARAMS, f'Invalid params: "notifications" must be a filter, of '
+                           f"at most {MAX_SUBSCRIPTIONS} URIs; {MAX_LISTENS} listens a client")
+        lists = [kind for kind in LISTS if getattr(self, kind) and asked.get(kind + "ListChanged")]
+        uris = list(dict.fromkeys(uris)) if self.resources else []
+        honoured = {**{kind + "ListChanged": True for kind in lists},
+                    **({"resourceSubscriptions": uris} if uris else {})}
+        tag = {"_meta": {META + "subscriptionId": request_id}}
+        listener = listening[request_id] = Listener(self, send, {*lists, *uris}, tag)
+        listener.notify("notifications/subscriptions/acknowledged", {"notifications": honoured})
+        await listener.ended.wait()  # a cancelled listen (HTTP) leaves with its session
+        del listening[request_id]
+        return dict(tag)  # the complete result carries the id too
+
     # === 6. The stdio loop (spec: basic/transports/stdio) ===
 
     def run(self):
@@ -834,6 +935,8 @@ class Server:
                     await asyncio.wait(in_flight.values(), return_when=asyncio.FIRST_COMPLETED)
                 if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+            for listener in list(session.get("listening", {}).values()):  # EOF: they end, too
+                listener.ended.set()
             if in_flight:
                 await asyncio.wait(list(in_flight.values()))
         except (asyncio.CancelledError, TimeoutError) as stopped:

@@ -395,7 +395,13 @@ class Library:
 
 def documents_changed(changed, added, removed):
     """Called once after each refresh of the index (Library.refresh) with the names of the
-    documents changed, added and removed: the one place to tell clients about it."""
+    documents changed, added and removed: the one place to tell clients about it. Clients that
+    subscribed to a document's docs:/// resource hear that it changed (or went), and every
+    client hears that the list changed when names came or went (spec: resources)."""
+    for name in [*changed, *removed]:
+        server.resource_updated(document_uri(name))
+    if added or removed:
+        server.list_changed("resources")
 
 
 # ----------------------------------------------------------------------------

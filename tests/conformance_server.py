@@ -11,7 +11,7 @@ both eras: a real elicitation/create request in 2025-11-25, an input_required re
 2026-07-28. Not here: the deprecated features of 2026-07-28: sampling (test_sampling and the
 input-required sampling and roots rows; only test_input_required_result_multiple_inputs and
 test_missing_capability ask for them, through Context.ask), logging (test_tool_with_logging),
-which mcp_min left out to stay small; and resources/subscribe, as mcp_min left subscriptions out.
+which mcp_min left out to stay small.
 """
 import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
@@ -111,6 +111,35 @@ async def test_tool_with_progress(ctx: Context) -> str:
 async def test_logging_tool() -> str:
     """The 2026-07-28 suite checks that no log message comes unasked: mcp_min sends none at all."""
     return "Logging test completed"
+
+
+@server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Closes its SSE stream at once (SSE polling, SEP-1699): the result comes on the next."""
+    ctx.close_stream()
+    await asyncio.sleep(0.1)
+    return "Reconnection test completed successfully"
+
+
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Announces that the tool list changed (notifications/tools/list_changed)."""
+    server.list_changed("tools")
+    return "tools/list_changed sent"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Announces that the prompt list changed (notifications/prompts/list_changed)."""
+    server.list_changed("prompts")
+    return "prompts/list_changed sent"
+
+
+@server.tool()
+def test_trigger_resource_update(uri: str = "test://watched-resource") -> str:
+    """Announces that a resource changed (notifications/resources/updated); not in the suite."""
+    server.resource_updated(uri)
+    return f"resources/updated sent for {uri}"
 
 
 @server.tool()
@@ -281,6 +310,12 @@ server.tools["json_schema_2020_12_tool"][1]["inputSchema"] = {
 def static_text() -> str:
     """A fixed text resource."""
     return "This is the content of the static text resource."
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource to subscribe to (resources-subscribe, resources-unsubscribe)."""
+    return "This resource is watched."
 
 
 @server.resource("test://static-binary", mime_type="image/png")

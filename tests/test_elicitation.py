@@ -367,11 +367,12 @@ def post(port, message, headers=None):
 
 
 def sse_event(response):
-    """The next `data:` of an SSE response, parsed."""
+    """The next `data:` of an SSE response, parsed (a 2025-11-25 stream's priming event, whose
+    data is empty, is skipped)."""
     while True:
         text = response.fp.readline().decode()
         assert text, "the stream ended"
-        if text.startswith("data: "):
+        if text.startswith("data: ") and text[6:].strip():
             return json.loads(text[6:])
 
 

@@ -20,7 +20,9 @@ FEATURES = [sys.executable, str(ROOT / "tests" / "features_server.py")]
 WIRE = [sys.executable, str(ROOT / "tests" / "wire_server.py")]  # tools only
 META = "io.modelcontextprotocol/"
 SERVER_INFO = {"name": "features-test", "version": "2.0.0"}
-CAPABILITIES = {"tools": {}, "resources": {}, "prompts": {}, "completions": {}}
+CAPABILITIES = {"tools": {"listChanged": True},
+                "resources": {"listChanged": True, "subscribe": True},
+                "prompts": {"listChanged": True}, "completions": {}}
 INVALID_PARAMS, METHOD_NOT_FOUND, INTERNAL_ERROR = -32602, -32601, -32603
 HANDSHAKE = [req("init", "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": {"name": "t", "version": "0"}}),

@@ -437,7 +437,7 @@ def test_our_client_against_our_server():
         async with client:
             assert client.era == "modern" and client.protocol_version == "2026-07-28"
             assert client.server_info == SERVER_INFO
-            assert client.capabilities == {"tools": {}}
+            assert client.capabilities == {"tools": {"listChanged": True}}
             assert await client.list_tools() == DEFINITIONS
             assert await client.call_tool("add", {"a": 1, "b": 2}) == {
                 "content": [{"type": "text", "text": "3"}], "isError": False,

@@ -1,433 +1,452 @@
-"""The client hears of changes: subscribe(uri), unsubscribe(uri) and on_notification, both eras.
-
-Legacy (2025-11-25): resources/subscribe and resources/unsubscribe; notifications/resources/updated
-and notifications/{tools,prompts,resources}/list_changed come unasked (stdio; over HTTP on the
-session's GET stream). 2026-07-28 (basic/patterns/subscriptions): one subscriptions/listen
-request that stays open; the acknowledgement first; every notification tagged with the listen
-request's id; ended with notifications/cancelled (stdio) or by hanging up (HTTP); re-opened after
-a drop with a backoff that doubles up to a bound. Wire tests (raw server lines in, the exact
-lines the client sends out) and interop with the official SDK's low-level server.
+"""Change notifications (issue 23), server side, on the wire: raw lines into
+tests/notify_server.py, exact lines out. Legacy (2025-11-25): resources/subscribe and unsubscribe,
+notifications/resources/updated to the subscribers only, list_changed to every client, over stdio
+and on a session's GET stream; SSE polling (SEP-1699): priming events, a stream the server closes,
+resumption with Last-Event-ID. 2026-07-28: subscriptions/listen, over stdio and as a long-lived
+SSE response. And the bounds: listens per client, a listener that reads nothing.
 """
-import asyncio
-import functools
-import json
-import os
-import socket
-import subprocess
-import sys
-import textwrap
-import time
+import http.client, json, queue, re, socket, subprocess, sys, threading, time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import client as client_module  # noqa: E402
-from client import Client, HTTPClient  # noqa: E402
-from mcp_min import MCPError  # noqa: E402
-
-SDK_CHANGES = [sys.executable, str(ROOT / "tests" / "sdk_changes_server.py")]
-OUR_CHANGES = [sys.executable, str(ROOT / "tests" / "changes_server.py")]
-OUR_MCP_MIN = Path(os.environ.get("MCP_MIN_DIR") or ROOT) / "mcp_min.py"  # what it runs
-TAG = "io.modelcontextprotocol/subscriptionId"
-UPDATED, TOOLS = "notifications/resources/updated", "notifications/tools/list_changed"
-PROMPTS = "notifications/prompts/list_changed"
+SERVER = [sys.executable, str(ROOT / "tests" / "notify_server.py")]
+META = "io.modelcontextprotocol/"
+MODERN_META = {META + "protocolVersion": "2026-07-28", META + "clientCapabilities": {}}
+SERVER_INFO = {"name": "notify-test", "version": "1.0.0"}
+CAPABILITIES = {"tools": {"listChanged": True},
+                "resources": {"listChanged": True, "subscribe": True},
+                "prompts": {"listChanged": True}, "completions": {}}
 
 
-def run(coroutine, timeout=90):
-    return asyncio.run(asyncio.wait_for(coroutine, timeout))
+def line(message):
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-# --- Wire tests over stdio: a server that writes scripted lines ---
-
-# SCRIPT maps a method ("tools/call NAME" for a tool) to a list of replies, one per time it is
-# asked (the last repeats); each reply is a list of raw lines. {id} is the request's id, {listen}
-# the id of the last subscriptions/listen, {cancelled} the requestId a notifications/cancelled
-# names. The server writes nothing else.
-SCRIPTED = textwrap.dedent('''
-    import json, sys
-    script, seen, listen = json.loads(sys.argv[1]), {}, None
-    for line in sys.stdin:
-        message = json.loads(line)
-        method, params = message.get("method", ""), message.get("params", {})
-        listen = message["id"] if method == "subscriptions/listen" else listen
-        key = method + (" " + params["name"] if method == "tools/call" else "")
-        replies = script.get(key, [[]])
-        seen[key] = seen.get(key, -1) + 1
-        for reply in replies[min(seen[key], len(replies) - 1)]:
-            values = {"{id}": message.get("id"), "{listen}": listen,
-                      "{cancelled}": params.get("requestId")}
-            for name, value in values.items():
-                reply = reply.replace(name, json.dumps(value))
-            sys.stdout.write(reply + "\\n")
-        sys.stdout.flush()
-''')
-MODERN_META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
-               '"io.modelcontextprotocol/clientCapabilities":{},'
-               '"io.modelcontextprotocol/clientInfo":{"name":"mcp-min","version":"0.1.0"}}')
-DISCOVERED = ('{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","supportedVersions":'
-              '["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":0,'
-              '"cacheScope":"public"}}')
-INITIALIZED = ('{"jsonrpc":"2.0","id":{id},"result":{"protocolVersion":"2025-11-25",'
-               '"capabilities":{"resources":{"subscribe":true,"listChanged":true}},'
-               '"serverInfo":{"name":"old","version":"1"}}}')
-ACK = ('{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":'
-       '{"io.modelcontextprotocol/subscriptionId":{id}},"notifications":{"toolsListChanged":true}}}')
-COMPLETE = ('{"jsonrpc":"2.0","id":{cancelled},"result":{"resultType":"complete","_meta":'
-            '{"io.modelcontextprotocol/subscriptionId":{cancelled}}}}')
-DONE = '{"jsonrpc":"2.0","id":{id},"result":{"content":[]}}'
+def request(request_id, method, params=None):
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
 
 
-def change(method, tag="{listen}", uri=None):
-    """A change notification line, tagged with a listen id (None: untagged)."""
-    params = {"uri": uri} if uri else {}
-    line = json.dumps({"jsonrpc": "2.0", "method": method, "params": params})
-    return line if tag is None else line.replace('"params": {', '"params": {"_meta": {"%s": %s}%s'
-                                                 % (TAG, tag, ", " if uri else ""))
+def notification(method, params):
+    return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-def listen_line(request_id, uris=()):
-    wanted = ('{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,'
-              f'"resourceSubscriptions":{json.dumps(list(uris), separators=(",", ":"))}}}')
-    return (f'{{"jsonrpc":"2.0","id":{request_id},"method":"subscriptions/listen","params":'
-            f'{{"notifications":{wanted},{MODERN_META}}}}}')
+def result(request_id, value):
+    return {"jsonrpc": "2.0", "id": request_id, "result": value}
 
 
-def cancel_line(request_id):
-    return ('{"jsonrpc":"2.0","method":"notifications/cancelled","params":'
-            f'{{"requestId":{request_id}}}}}')
+def text(request_id, words):
+    return result(request_id, {"content": [{"type": "text", "text": words}], "isError": False})
 
 
-def scripted(script, **options):
-    """A Client of the scripted server; the lines it sends; what on_notification heard."""
-    sent, heard = [], []
-    trace = lambda direction, line: sent.append(line) if direction == "→" else None  # noqa: E731
-    command = [sys.executable, "-c", SCRIPTED, json.dumps(script)]
-    client = Client(command, trace=trace, on_notification=lambda *seen: heard.append(seen),
-                    **options)
-    return client, sent, heard
+def modern(message):
+    """The message as a 2026-07-28 request: its _meta, and the two fields every result has."""
+    message["params"]["_meta"] = MODERN_META
+    return message
 
 
-def test_modern_stdio_listen_acknowledged_tagged_and_cancelled_on_the_wire():
-    script = {"server/discover": [[DISCOVERED]], "subscriptions/listen": [[ACK]],
-              "notifications/cancelled": [[COMPLETE]],
-              "tools/call change": [[change(UPDATED, uri="docs:///a"),
-                                     change(UPDATED, tag="999", uri="docs:///b"),  # not ours
-                                     change(TOOLS, tag=None),  # untagged: not on a stream
-                                     change(PROMPTS), DONE]]}
-    client, sent, heard = scripted(script)
-
-    async def body():
-        async with client:
-            assert sent[1:] == [listen_line(2)]  # on_notification: a stream from the start
-            assert await client.subscribe("docs:///a") == {"toolsListChanged": True}
-            await client.call_tool("change")
-            await client.unsubscribe("docs:///a")
-            sent_before_close = len(sent)
-        return sent_before_close
-    sent_before_close = run(body())
-    assert sent[2:] == [cancel_line(2), listen_line(3, ["docs:///a"]),
-                        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"change",'
-                        f'"arguments":{{}},{MODERN_META}}}}}',
-                        cancel_line(3), listen_line(5)]
-    assert len(sent) == sent_before_close  # closing stdin ends the stream: nothing more is sent
-    assert heard == [(UPDATED, {"_meta": {TAG: 3}, "uri": "docs:///a"}),
-                     (PROMPTS, {"_meta": {TAG: 3}})]
+def modern_text(request_id, words):
+    answer = text(request_id, words)
+    answer["result"].update(resultType="complete", _meta={META + "serverInfo": SERVER_INFO})
+    return answer
 
 
-def test_legacy_stdio_subscribe_unsubscribe_and_changes_that_come_unasked():
-    updated = '{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x:a"}}'
-    script = {"initialize": [[INITIALIZED]],
-              "resources/subscribe": [['{"jsonrpc":"2.0","id":{id},"result":{}}']],
-              "resources/unsubscribe": [['{"jsonrpc":"2.0","id":{id},"error":{"code":-32602,'
-                                         '"message":"Resource not found"}}']],
-              "tools/call change": [[updated, change(TOOLS, tag=None),
-                                     '{"jsonrpc":"2.0","method":"notifications/progress",'
-                                     '"params":{"progressToken":"p","progress":1}}', DONE]]}
-    client, sent, heard = scripted(script, legacy=True)
-
-    async def body():
-        async with client:
-            assert await client.subscribe("x:a") == {}
-            await client.call_tool("change")
-            with pytest.raises(MCPError) as refused:
-                await client.unsubscribe("x:a")
-            assert refused.value.code == -32602
-    run(body())
-    assert sent[2:] == ['{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":'
-                        '{"uri":"x:a"}}',
-                        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"change",'
-                        '"arguments":{}}}',
-                        '{"jsonrpc":"2.0","id":4,"method":"resources/unsubscribe","params":'
-                        '{"uri":"x:a"}}']  # and never a subscriptions/listen
-    assert heard == [(UPDATED, {"uri": "x:a"}), (TOOLS, {})]
+def tagged(method, params, subscription_id):
+    return notification(method, {**params, "_meta": {META + "subscriptionId": subscription_id}})
 
 
-def test_subscriptions_made_at_once_share_the_stream_that_has_them_all():
-    client, sent, heard = scripted({"server/discover": [[DISCOVERED]],
-                                    "subscriptions/listen": [[ACK]]})
-
-    async def body():
-        async with client:
-            await asyncio.gather(client.subscribe("docs:///a"), client.subscribe("docs:///b"))
-    run(body())
-    listens = [line for line in sent if '"subscriptions/listen"' in line]
-    assert listens == [listen_line(2), listen_line(3, ["docs:///a", "docs:///b"])]
+def listen_ended(request_id):
+    return result(request_id, {"_meta": {META + "subscriptionId": request_id,
+                                         META + "serverInfo": SERVER_INFO},
+                               "resultType": "complete"})
 
 
-def test_a_server_that_refuses_to_listen_still_connects_and_subscribe_says_why():
-    refused = ('{"jsonrpc":"2.0","id":{id},"error":{"code":-32601,'
-               '"message":"Method not found: subscriptions/listen"}}')
-    client, sent, heard = scripted({"server/discover": [[DISCOVERED]],
-                                    "subscriptions/listen": [[refused]]})
-
-    async def body():
-        async with client:
-            with pytest.raises(MCPError) as error:
-                await client.subscribe("docs:///a")
-            assert error.value.code == -32601
-    run(body())
-    assert sent[1:] == [listen_line(2), cancel_line(2), listen_line(3, ["docs:///a"])]
+def call(request_id, name, **arguments):
+    return request(request_id, "tools/call", {"name": name, "arguments": arguments})
 
 
-def test_no_acknowledgement_is_a_timeout_and_a_raising_callback_costs_nothing_else(capfd):
-    script = {"server/discover": [[DISCOVERED]], "subscriptions/listen": [[ACK], []],
-              "tools/call change": [[change(TOOLS), change(PROMPTS), DONE]]}
-    heard = []
-
-    def on_notification(method, params):
-        heard.append(method)
-        if method == TOOLS:
-            raise ValueError("a bug in the host")
-    client, sent, _ = scripted(script, timeout=3)
-    client.on_notification = on_notification
-
-    async def body():
-        async with client:
-            await client.call_tool("change")
-            with pytest.raises(TimeoutError):  # the second listen is never acknowledged
-                await client.subscribe("docs:///a")
-    run(body())
-    assert heard == [TOOLS, PROMPTS]
-    assert "a callback raised ValueError('a bug in the host')" in capfd.readouterr().err
+UPDATED_A = notification("notifications/resources/updated", {"uri": "note:///a"})
+INITIALIZE = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "clientInfo": {"name": "t", "version": "0"}})
+INITIALIZED = result(0, {"protocolVersion": "2025-11-25", "capabilities": CAPABILITIES,
+                         "serverInfo": SERVER_INFO})
+NOT_FOUND = {"code": -32602, "message": "Resource not found: note:///zzz; resources/list and "
+                                        "resources/templates/list say what exists",
+             "data": {"uri": "note:///zzz"}}
 
 
-def test_a_listen_stream_that_ends_is_opened_again_and_only_its_own_changes_are_heard(
-        monkeypatch):
-    # The first stream is acknowledged and ended by the server at once (its complete result),
-    # the second stays open; a change tagged with the first stream's id is no longer heard.
-    ended = '{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete"}}'
-    script = {"server/discover": [[DISCOVERED]], "subscriptions/listen": [[ACK, ended], [ACK]],
-              "tools/call change": [[change(TOOLS, tag="2"), change(TOOLS), DONE]]}
-    client, sent, heard = scripted(script)
-    monkeypatch.setattr(client_module, "LISTEN_RETRY", 0.01)
+class Stdio:
+    """The server on pipes: send lines, read the lines it writes, one at a time."""
 
-    async def body():
-        async with client:
-            while len(sent) < 3:  # the second listen, after LISTEN_RETRY
-                await asyncio.sleep(0.01)
-            await client.call_tool("change")
-    run(body())
-    assert sent[1:3] == [listen_line(2), listen_line(3)]
-    assert heard == [(TOOLS, {"_meta": {TAG: 3}})]
+    def __init__(self):
+        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=ROOT)
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(raw) for raw in self.proc.stdout],
+                         daemon=True).start()
 
+    def send(self, *messages):
+        for message in messages:
+            self.proc.stdin.write(line(message))
+        self.proc.stdin.flush()
 
-def test_the_wait_before_opening_again_doubles_up_to_its_bound_and_starts_over_after_an_ack(
-        monkeypatch):
-    failed = '{"jsonrpc":"2.0","id":{id},"error":{"code":-32603,"message":"Subscription limit"}}'
-    script = {"server/discover": [[DISCOVERED]],
-              "subscriptions/listen": [[ACK, failed], [failed], [failed], [failed], [failed],
-                                       [ACK, failed], [ACK]]}
-    client, sent, heard = scripted(script)
-    monkeypatch.setattr(client_module, "LISTEN_RETRY", 0.01)
-    monkeypatch.setattr(client_module, "MAX_LISTEN_RETRY", 0.04)
-    waits, real_sleep = [], asyncio.sleep
+    def expect(self, *messages):
+        """The next lines are exactly these, in this order."""
+        for message in messages:
+            assert self.lines.get(timeout=15) == line(message)
 
-    async def recorded_sleep(delay, *args):  # the client's waits, as they happen
-        if delay in (0.01, 0.02, 0.04):
-            waits.append(delay)
-        await real_sleep(delay, *args)
-    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
-
-    async def body():
-        async with client:
-            while sum('"subscriptions/listen"' in line for line in sent) < 7:
-                await real_sleep(0.01)
-    run(body())
-    # after an acknowledged stream: the first wait; each failure without one: twice as long,
-    # never more than the bound
-    assert waits[:6] == [0.01, 0.02, 0.04, 0.04, 0.04, 0.01]
-    assert [line for line in sent if "listen" in line] == [listen_line(n) for n in range(2, 9)]
+    def silent(self, seconds=0.3):
+        with pytest.raises(queue.Empty):
+            self.lines.get(timeout=seconds)
 
 
-# --- Wire tests over HTTP (2026-07-28): the listen stream is an SSE response to a POST ---
-
-def sse_event(line):
-    return f"data: {line}\n\n".encode()
-
-
-async def listen_http_server(listens):
-    """A 2026-07-28 HTTP server: discover answered; each subscriptions/listen POST gets an SSE
-    stream with the acknowledgement and a tools list change; the first is then dropped, the
-    others stay open until the client hangs up. `listens` gets (id, headers, hung up)."""
-    async def handle(reader, writer):
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        headers = {name.lower(): value.strip() for name, _, value in
-                   (line.partition(":") for line in head[1:] if line)}
-        message = json.loads(await reader.readexactly(int(headers["content-length"])))
-        if message.get("method") == "subscriptions/listen":
-            request_id = message["id"]
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-            writer.write(sse_event(ACK.replace("{id}", str(request_id))))
-            writer.write(sse_event(change(TOOLS, tag=str(request_id))))
-            await writer.drain()
-            entry = [request_id, headers, False]
-            listens.append(entry)
-            if len(listens) > 1:
-                entry[2] = await reader.read() == b""  # the client hangs up: EOF
-        elif "id" in message:
-            line = (DISCOVERED if message["method"] == "server/discover" else DONE).replace(
-                "{id}", str(message["id"]))
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                         b"%d\r\n\r\n%s" % (len(line), line.encode()))
-        else:
-            writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
-        await writer.drain()
-        writer.close()
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
+@pytest.fixture
+def stdio():
+    server = Stdio()
+    yield server
+    if server.proc.poll() is None:
+        server.proc.kill()
+    server.proc.wait()
 
 
-def test_http_listen_stream_dropped_is_opened_again_and_closing_hangs_it_up(monkeypatch):
-    monkeypatch.setattr(client_module, "LISTEN_RETRY", 0.01)
-    listens, heard = [], []
-
-    async def body():
-        listener = await listen_http_server(listens)
-        url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
-        async with HTTPClient(url, on_notification=lambda *seen: heard.append(seen)) as client:
-            while len(heard) < 2:  # the first stream's change, then the second's
-                await asyncio.sleep(0.01)
-            second = client.listening
-        for _ in range(200):  # the server's handler sees the hang-up
-            if listens[1][2]:
-                break
-            await asyncio.sleep(0.01)
-        listener.close()
-        return second
-    second = run(body())
-    assert [entry[0] for entry in listens] == [2, 3]
-    assert listens[0][1]["mcp-method"] == "subscriptions/listen"
-    assert heard == [(TOOLS, {"_meta": {TAG: 2}}), (TOOLS, {"_meta": {TAG: 3}})]
-    assert listens[1][2] and second.done()  # close() hung up the open stream, and it stays shut
-
-
-# --- Interop: the official SDK's low-level server (tests/sdk_changes_server.py) ---
-
-async def exercise_changes(client, heard):
-    """subscribe, three kinds of change, unsubscribe: what the client heard. A marker change
-    (prompts) ends each step: changes on one stream arrive in order, so once it is heard,
-    everything before it has been. It is announced after its call was answered: the client
-    hears it while it sends nothing (a legacy HTTP session: on its GET stream)."""
-    async def until_heard(method):
-        while not any(seen[0] == method for seen in heard):
-            await asyncio.sleep(0.01)
-
-    await client.subscribe("notes://a")
-    for what, uri in [("updated", "notes://a"), ("updated", "notes://b"), ("tools", "")]:
-        await client.call_tool("change", {"what": what, "uri": uri})
-    await client.call_tool("change", {"what": "prompts", "later": True})
-    await until_heard(PROMPTS)
-    before = [seen[0] for seen in heard]
-    heard.clear()
-    await client.unsubscribe("notes://a")
-    await client.call_tool("change", {"what": "updated", "uri": "notes://a"})
-    await client.call_tool("change", {"what": "prompts", "later": True})
-    await until_heard(PROMPTS)
-    return before, [seen[0] for seen in heard]
+def test_legacy_subscribe_updates_only_the_subscribed_uri_and_unsubscribe_twice(stdio):
+    stdio.send(INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    stdio.expect(INITIALIZED)
+    stdio.send(request(1, "resources/subscribe", {"uri": "note:///zzz"}))  # not a note
+    stdio.expect({"jsonrpc": "2.0", "id": 1, "error": NOT_FOUND})
+    stdio.send(request(2, "resources/subscribe", {}))
+    stdio.expect({"jsonrpc": "2.0", "id": 2, "error": {
+        "code": -32602, "message": 'Invalid params: "uri" must be a string'}})
+    stdio.send(request(3, "resources/subscribe", {"uri": "note:///a"}))
+    stdio.expect(result(3, {}))
+    stdio.send(call(4, "touch", uri="note:///b"))  # nobody subscribed to b: no notification
+    stdio.expect(text(4, "touched note:///b"))
+    stdio.send(call(5, "touch", uri="note:///a"))
+    stdio.expect(UPDATED_A, text(5, "touched note:///a"))
+    stdio.send(call(6, "change", kind="resources"))  # every legacy client hears of list changes
+    stdio.expect(notification("notifications/resources/list_changed", {}),
+                 text(6, "resources changed"))
+    stdio.send(request(7, "resources/unsubscribe", {"uri": "note:///a"}))
+    stdio.expect(result(7, {}))
+    stdio.send(request(8, "resources/unsubscribe", {"uri": "note:///a"}))  # twice: no error
+    stdio.expect(result(8, {}))
+    stdio.send(call(9, "touch", uri="note:///a"))
+    stdio.expect(text(9, "touched note:///a"))
+    stdio.silent()
 
 
-@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
-def test_sdk_server_over_stdio_both_eras(legacy):
-    heard = []
+def test_modern_listen_over_stdio_filtered_tagged_and_ended_by_cancel_and_by_eof(stdio):
+    filters = {"toolsListChanged": True, "resourceSubscriptions": ["note:///a", "note:///a",
+                                                                   "note:///zzz"]}
+    stdio.send(modern(request("L", "subscriptions/listen", {"notifications": filters})))
+    stdio.expect(tagged("notifications/subscriptions/acknowledged", {"notifications": {
+        "toolsListChanged": True, "resourceSubscriptions": ["note:///a", "note:///zzz"]}}, "L"))
+    stdio.send(modern(request("E", "subscriptions/listen", {"notifications": {}})))  # empty
+    stdio.expect(tagged("notifications/subscriptions/acknowledged", {"notifications": {}}, "E"))
+    stdio.send(modern(call(1, "change", kind="tools")))
+    stdio.expect(tagged("notifications/tools/list_changed", {}, "L"),
+                 modern_text(1, "tools changed"))
+    stdio.send(modern(call(2, "change", kind="prompts")))  # nobody asked for prompts
+    stdio.expect(modern_text(2, "prompts changed"))
+    stdio.send(modern(call(3, "touch", uri="note:///a")))
+    stdio.expect(tagged("notifications/resources/updated", {"uri": "note:///a"}, "L"),
+                 modern_text(3, "touched note:///a"))
+    # Progress belongs to its request: it never carries a subscription id.
+    counting = modern(call(4, "count", steps=1))
+    counting["params"]["_meta"] = {**MODERN_META, "progressToken": "p"}
+    stdio.send(counting)
+    stdio.expect(notification("notifications/progress", {"progressToken": "p", "progress": 1,
+                                                         "total": 1}),
+                 modern_text(4, "counted to 1"))
+    stdio.send(notification("notifications/cancelled", {"requestId": "L"}))
+    stdio.expect(listen_ended("L"))
+    stdio.send(modern(call(5, "touch", uri="note:///a")))  # L has ended
+    stdio.expect(modern_text(5, "touched note:///a"))
+    stdio.proc.stdin.close()  # EOF: the listens still open end with their result
+    stdio.expect(listen_ended("E"))
+    assert stdio.proc.wait(15) == 0
 
-    async def body():
-        async with Client(SDK_CHANGES, legacy=legacy, probe_timeout=30,
-                          on_notification=lambda *seen: heard.append(seen)) as client:
-            assert client.era == ("legacy" if legacy else "modern")
-            return await exercise_changes(client, heard)
-    before, after = run(body())
-    assert before == [UPDATED, TOOLS, PROMPTS]  # notes://a only: notes://b is not subscribed to
-    assert after == [PROMPTS]
-    if not legacy:
-        assert {seen[1]["_meta"][TAG] for seen in heard} == {8}  # unsubscribe's listen request
+
+def test_listens_per_client_are_capped_and_a_filter_must_be_one(stdio):
+    for number in range(16):
+        stdio.send(modern(request(number, "subscriptions/listen", {"notifications": {}})))
+        stdio.expect(tagged("notifications/subscriptions/acknowledged", {"notifications": {}},
+                            number))
+    refusal = {"code": -32602, "message": 'Invalid params: "notifications" must be a filter, of '
+                                          "at most 1000 URIs; 16 listens a client"}
+    for params in ({"notifications": {}}, {"notifications": []},
+                   {"notifications": {"resourceSubscriptions": [1]}}, {}):
+        stdio.send(modern(request("x", "subscriptions/listen", params)))
+        stdio.expect({"jsonrpc": "2.0", "id": "x", "error": refusal})
+    stdio.send({**INITIALIZE, "id": "init"})  # subscribe is legacy; listen is 2026-07-28
+    stdio.expect({**INITIALIZED, "id": "init"})
+    stdio.send(request("a", "subscriptions/listen", {"notifications": {}}))
+    stdio.expect({"jsonrpc": "2.0", "id": "a", "error": {
+        "code": -32601, "message": "Method not found: subscriptions/listen"}})
+    stdio.send(modern(request("b", "resources/subscribe", {"uri": "note:///a"})))
+    stdio.expect({"jsonrpc": "2.0", "id": "b", "error": {
+        "code": -32601, "message": "Method not found: resources/subscribe"}})
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def test_a_stdio_listener_that_reads_nothing_loses_notifications_not_memory(stdio):
+    times = 200_000
+    stdio.send(modern(request("L", "subscriptions/listen",
+                              {"notifications": {"resourceSubscriptions": ["note:///a"]}})),
+               modern(call(1, "flood", times=times, uri="note:///a")))
+    time.sleep(2)  # the client reads nothing meanwhile
+    status = Path(f"/proc/{stdio.proc.pid}/status").read_text()
+    rss_kb = int(re.search(r"VmRSS:\s+(\d+)", status)[1])
+    assert rss_kb < 200_000, f"the server holds {rss_kb} kB"
+    seen, answered = 0, None
+    while answered is None:
+        message = json.loads(stdio.lines.get(timeout=30))
+        if message.get("method") == "notifications/resources/updated":
+            seen += 1
+        elif message.get("id") == 1:
+            answered = message
+    assert answered == modern_text(1, f"announced {times} times")
+    assert 0 < seen < times  # some arrived, the rest were dropped, and the server lives on
+    stdio.send(notification("notifications/cancelled", {"requestId": "L"}))
+    while json.loads(stdio.lines.get(timeout=30)).get("id") != "L":
+        pass
 
 
-def serving(command):
-    """Run an HTTP server `command --port PORT` until the test module ends; yields its URL."""
-    port = free_port()
-    process = subprocess.Popen(command + ["--port", str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.kill()  # how a server shuts down is not what these tests are about
-    process.wait(10)
-
+# --- Streamable HTTP: the session's GET stream, SSE polling, listen as an SSE response ---
 
 @pytest.fixture(scope="module")
-def sdk_http():
-    yield from serving(SDK_CHANGES)
+def port():
+    proc = subprocess.Popen([*SERVER, "--http", "0", "--write-timeout", "1"],
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
+        assert found
+        yield int(found.group(1))
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
-@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
-def test_sdk_server_over_http_both_eras(sdk_http, legacy):
-    heard = []
-
-    async def body():
-        async with HTTPClient(sdk_http, legacy=legacy, probe_timeout=30,
-                              on_notification=lambda *seen: heard.append(seen)) as client:
-            assert client.era == ("legacy" if legacy else "modern")
-            return await exercise_changes(client, heard)
-    before, after = run(body())
-    assert before == [UPDATED, TOOLS, PROMPTS]
-    assert after == [PROMPTS]
+def post(port, message, headers=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection.request("POST", "/mcp", json.dumps(message), {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **(headers or {})})
+    return connection.getresponse()
 
 
-# --- Our own server (mcp_min's server.resource_updated and server.list_changed) ---
-
-NOT_YET = pytest.mark.skipif("def resource_updated" not in OUR_MCP_MIN.read_text(),
-                             reason="this mcp_min.py announces no changes yet (issue 23)")
-
-
-@pytest.fixture(scope="module")
-def our_http():
-    yield from serving(OUR_CHANGES)
+def get(port, headers):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection.request("GET", "/mcp", headers={"Accept": "text/event-stream", **headers})
+    return connection.getresponse()
 
 
-@NOT_YET
-@pytest.mark.parametrize("http", [False, True], ids=["stdio", "HTTP"])
-@pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
-def test_our_server_both_eras(request, legacy, http):
-    heard = []
-    make = functools.partial(HTTPClient, request.getfixturevalue("our_http")) if http else (
-        functools.partial(Client, OUR_CHANGES))
+def event(response):
+    """The next SSE event of a response: (its id or None, its data or "")."""
+    event_id, data = None, None
+    while True:
+        raw = response.fp.readline().decode()
+        assert raw, "the stream ended"
+        if raw == "\n" and data is not None:
+            return event_id, data
+        field, _, value = raw.rstrip("\n").partition(": ")
+        event_id = value if field == "id" else event_id
+        data = value if field == "data" else data
 
-    async def body():
-        async with make(legacy=legacy, on_notification=lambda *seen: heard.append(seen)) as client:
-            assert client.era == ("legacy" if legacy else "modern")
-            return await exercise_changes(client, heard)
-    before, after = run(body())
-    assert before == [UPDATED, TOOLS, PROMPTS]
-    assert after == [PROMPTS]
+
+def session(port):
+    """A legacy session: its headers."""
+    opened = post(port, INITIALIZE)
+    assert json.loads(opened.read()) == INITIALIZED
+    return {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
+            "MCP-Protocol-Version": "2025-11-25"}
+
+
+def test_the_get_stream_carries_a_sessions_notifications_and_resumes(port):
+    headers = session(port)
+    stream = get(port, headers)
+    assert (stream.status, stream.getheader("Content-Type")) == (200, "text/event-stream")
+    priming_id, data = event(stream)
+    assert data == "" and priming_id.endswith("-0")
+    stream_id = priming_id[:-2]
+    assert json.loads(post(port, request(1, "resources/subscribe", {"uri": "note:///a"}),
+                           headers).read()) == result(1, {})
+    post(port, call(2, "touch", uri="note:///a"), headers).read()
+    assert event(stream) == (f"{stream_id}-1", line(UPDATED_A).decode().strip())
+    stream.close()
+    post(port, call(3, "change", kind="tools"), headers).read()  # missed while away
+    # Back with the last id seen: what was missed comes first, once; then what is new.
+    stream = get(port, {**headers, "Last-Event-ID": f"{stream_id}-1"})
+    changed = notification("notifications/tools/list_changed", {})
+    assert event(stream) == (f"{stream_id}-2", line(changed).decode().strip())
+    post(port, call(4, "touch", uri="note:///a"), headers).read()
+    assert event(stream) == (f"{stream_id}-3", line(UPDATED_A).decode().strip())
+    stream.close()
+    # An id from the future replays nothing; what comes next still comes, once.
+    stream = get(port, {**headers, "Last-Event-ID": f"{stream_id}-99"})
+    post(port, call(5, "touch", uri="note:///a"), headers).read()
+    assert event(stream) == (f"{stream_id}-4", line(UPDATED_A).decode().strip())
+    stream.close()
+    for unknown in ("nope-1", f"{stream_id}-x", "", "-"):  # an unknown stream: 400, no stream
+        refused = get(port, {**headers, "Last-Event-ID": unknown})
+        assert refused.status == 400 and "Last-Event-ID" in json.loads(refused.read())[
+            "error"]["message"]
+
+
+def test_sse_polling_the_server_closes_a_calls_stream_and_the_get_resumes_it(port):
+    headers = session(port)
+    closed = post(port, request(1, "tools/call", {"name": "poll", "arguments": {},
+                                                  "_meta": {"progressToken": "p"}}), headers)
+    assert closed.getheader("Content-Type") == "text/event-stream"
+    body = closed.read().decode()  # the server ends the connection after the priming event
+    found = re.fullmatch(r"id: (\w+)-0\nretry: 1000\ndata: \n\n", body)
+    assert found, body
+    stream_id = found[1]
+    resumed = get(port, {**headers, "Last-Event-ID": f"{stream_id}-0"})
+    events = [event(resumed) for _ in range(3)]
+    events = [found for found in events if found[1]]  # a priming event may come first again
+    progress = notification("notifications/progress", {"progressToken": "p", "progress": 1,
+                                                       "total": 1})
+    assert events[:2] == [(f"{stream_id}-1", line(progress).decode().strip()),
+                          (f"{stream_id}-2", line(text(1, "polled")).decode().strip())]
+    # Resumed after the progress: only the result comes again; after the result, nothing.
+    again = get(port, {**headers, "Last-Event-ID": f"{stream_id}-1"})
+    assert event(again) == (f"{stream_id}-2", line(text(1, "polled")).decode().strip())
+    assert again.read() == b""
+    assert get(port, {**headers, "Last-Event-ID": f"{stream_id}-2"}).read() == b""
+
+
+def test_event_ids_only_at_2025_11_25(port):
+    headers = {**session(port), "MCP-Protocol-Version": "2025-06-18"}
+    counting = call(1, "count", steps=1)
+    counting["params"]["_meta"] = {"progressToken": "p"}
+    assert "id:" not in post(port, counting, headers).read().decode()
+    counting = modern(call(2, "count", steps=1))
+    counting["params"]["_meta"] = {**MODERN_META, "progressToken": "p"}
+    body = post(port, counting, {"MCP-Protocol-Version": "2026-07-28",
+                                 "Mcp-Method": "tools/call", "Mcp-Name": "count"}).read().decode()
+    assert "notifications/progress" in body and "id:" not in body
+
+
+MODERN_HEADERS = {"MCP-Protocol-Version": "2026-07-28"}
+
+
+def test_modern_listen_is_a_long_lived_sse_response(port):
+    listen = modern(request(7, "subscriptions/listen",
+                            {"notifications": {"resourceSubscriptions": ["note:///a"]}}))
+    stream = post(port, listen, {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen"})
+    assert stream.getheader("Content-Type") == "text/event-stream"
+    assert event(stream) == (None, line(tagged("notifications/subscriptions/acknowledged", {
+        "notifications": {"resourceSubscriptions": ["note:///a"]}}, 7)).decode().strip())
+    touched = post(port, modern(call(1, "touch", uri="note:///a")),
+                   {**MODERN_HEADERS, "Mcp-Method": "tools/call", "Mcp-Name": "touch"})
+    assert json.loads(touched.read()) == modern_text(1, "touched note:///a")
+    assert event(stream) == (None, line(tagged("notifications/resources/updated",
+                                               {"uri": "note:///a"}, 7)).decode().strip())
+    stream.close()  # the client ends the listen; no result is owed
+    json_only = post(port, listen, {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen",
+                                    "Accept": "application/json"})
+    assert json_only.status == 400
+    assert json.loads(json_only.read())["error"]["message"] == (
+        "Bad Request: subscriptions/listen needs Accept: text/event-stream")
+
+
+def test_an_http_listener_that_reads_nothing_is_cut_off_and_others_are_answered(port):
+    uri = "note:///" + "x" * 4000  # big notifications, to fill every buffer on the way
+    listen = json.dumps(modern(request(1, "subscriptions/listen", {
+        "notifications": {"resourceSubscriptions": [uri]}}))).encode()
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.connect(("127.0.0.1", port))
+    reader.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Accept: text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                   b"Mcp-Method: subscriptions/listen\r\n"
+                   + f"Content-Length: {len(listen)}\r\n\r\n".encode() + listen)
+    headers = {**MODERN_HEADERS, "Mcp-Method": "tools/call", "Mcp-Name": "flood"}
+    for _ in range(20):  # meanwhile, another client's calls are answered
+        flooded = post(port, modern(call(2, "flood", times=1000, uri=uri)), headers)
+        assert json.loads(flooded.read()) == modern_text(2, "announced 1000 times")
+    time.sleep(1.5)  # past the server's write timeout of one second; then one more change
+    post(port, modern(call(3, "flood", times=1, uri=uri)), headers).read()
+    received = b""
+    reader.settimeout(15)
+    try:  # what the server wrote before it gave up on this reader, then the end
+        while chunk := reader.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    assert received.startswith(b"HTTP/1.1 200 OK")
+    assert 0 < received.count(b"notifications/resources/updated") < 20_000
+    reader.close()
+
+
+# --- The official SDK's client (PyPI mcp 2.3.0) hears our changes, in both eras and both
+#     transports: legacy through resources/subscribe (stdio, or the session's GET stream),
+#     2026-07-28 through Client.listen ---
+
+def sdk_hears_changes(server, era):
+    import asyncio, warnings
+    import mcp
+
+    async def legacy():
+        heard = asyncio.Queue()
+
+        async def on_message(message):
+            await heard.put(message)
+        async with mcp.Client(server, mode="legacy", message_handler=on_message) as client:
+            with warnings.catch_warnings():  # the SDK deprecates subscribe in favour of listen
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource("note:///a")
+            await client.call_tool("touch", {"uri": "note:///b"})  # not subscribed: nothing
+            await client.call_tool("touch", {"uri": "note:///a"})
+            await client.call_tool("change", {"kind": "resources"})
+            return [(type(message).__name__, getattr(message.params, "uri", None))
+                    for message in [await asyncio.wait_for(heard.get(), 15) for _ in range(2)]]
+
+    async def modern():
+        async with mcp.Client(server, mode="2026-07-28") as client:
+            async with client.listen(resource_subscriptions=["note:///a"],
+                                     tools_list_changed=True) as listening:
+                assert listening.honored.resource_subscriptions == ["note:///a"]
+                await client.call_tool("change", {"kind": "prompts"})  # not asked for
+                await client.call_tool("touch", {"uri": "note:///a"})
+                await client.call_tool("change", {"kind": "tools"})
+                events = []
+                async for change in listening:
+                    events.append(type(change).__name__)
+                    if len(events) == 2:
+                        return events
+
+    return asyncio.run(asyncio.wait_for(legacy() if era == "legacy" else modern(), 60))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_sdk_client_hears_our_changes(port, era, transport):
+    from mcp import StdioServerParameters
+    server = (StdioServerParameters(command=SERVER[0], args=SERVER[1:]) if transport == "stdio"
+              else f"http://127.0.0.1:{port}/mcp")
+    heard = sdk_hears_changes(server, era)
+    assert heard == ([("ResourceUpdatedNotification", "note:///a"),
+                      ("ResourceListChangedNotification", None)] if era == "legacy"
+                     else ["ResourceUpdated", "ToolsListChanged"])
+
+
+def test_sigterm_ends_a_listen_with_its_result_and_a_get_stream():
+    proc = subprocess.Popen([*SERVER, "--http", "0"], stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        http_port = int(re.search(r"127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())[1])
+        listen = modern(request(7, "subscriptions/listen", {"notifications": {}}))
+        listening = post(http_port, listen,
+                         {**MODERN_HEADERS, "Mcp-Method": "subscriptions/listen"})
+        assert event(listening)[1] == line(tagged("notifications/subscriptions/acknowledged",
+                                                  {"notifications": {}}, 7)).decode().strip()
+        stream = get(http_port, session(http_port))
+        assert event(stream)[1] == ""  # the priming event
+        proc.terminate()
+        assert event(listening) == (None, line(listen_ended(7)).decode().strip())
+        assert listening.read() == b"" and stream.read() == b""
+        assert proc.wait(15) == 0
+    finally:
+        proc.kill()
+        proc.wait()

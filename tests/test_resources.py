@@ -141,7 +141,9 @@ def test_the_cafes_resources_prompt_and_completion_exact_on_the_wire(built_index
     ])
     assert got[0] == result_line(0, {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "completions": {}},
+        "capabilities": {"tools": {"listChanged": True},
+                         "resources": {"listChanged": True, "subscribe": True},
+                         "prompts": {"listChanged": True}, "completions": {}},
         "instructions": f"{DOCS_NAME} holds {DOCS_DESCRIPTION}.{INSTRUCTIONS}",
         "serverInfo": {"name": "rag-search-server", "version": server_module.__version__}})
     assert got[1] == result_line(1, {"resourceTemplates": [TEMPLATE]})

@@ -25,7 +25,7 @@ LEGACY_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 META = "io.modelcontextprotocol/"
 SERVER_INFO = {"name": "wire-test", "version": "1.2.3"}
-CAPABILITIES = {"tools": {}}  # listChanged left out: false
+CAPABILITIES = {"tools": {"listChanged": True}}  # server code may announce changes
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 UNSUPPORTED_VERSION = -32022
 

@@ -1,0 +1,118 @@
+"""The search server announces its own changes (issue 23, part 4): a file edited and a file
+added under a running server.py reach the clients that listen, while they send nothing. Over
+stdio with raw lines (a legacy client and a 2026-07-28 listen on the same pipe), and over HTTP
+with the official SDK's client (a legacy session's GET stream and a 2026-07-28 listen).
+"""
+import asyncio, json, queue, shutil, subprocess, threading, warnings
+
+import mcp
+
+import index_build
+from conftest import DOCS, server_command, server_py_over_http
+
+META = "io.modelcontextprotocol/"
+FAQ = "docs:///faq.txt"
+MODERN_META = {META + "protocolVersion": "2026-07-28", META + "clientCapabilities": {}}
+WAIT = 300  # seconds: a model loads slowly on a busy machine
+
+
+def docs_and_index(tmp_path, model, name):
+    docs = tmp_path / name / "docs"
+    docs.mkdir(parents=True)
+    for file in ("faq.txt", "hours_access.txt", "menu_prices.txt"):
+        shutil.copy(DOCS / file, docs / file)
+    index_build.build_index(docs, tmp_path / name / "index", model=model)
+    return docs, tmp_path / name / "index"
+
+
+def edit_and_add(docs):
+    (docs / "faq.txt").write_bytes((docs / "faq.txt").read_bytes()
+                                   + b"\nQ: Do you sell dog treats? A: Yes, at the counter.\n")
+    (docs / "loyalty.md").write_text("# Stamps\n\nTen stamps earn a free scone.\n")
+
+
+def line(message):
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def hear_over_stdio(server, docs):
+    """Raw lines: a legacy client subscribes, a 2026-07-28 client listens, both on one pipe."""
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(raw) for raw in server.stdout], daemon=True).start()
+    listen = {"_meta": MODERN_META, "notifications": {"resourcesListChanged": True,
+                                                      "resourceSubscriptions": [FAQ]}}
+    for message in [
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": FAQ}},
+            {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": listen},
+            # The model has loaded once a search is answered; the watcher runs from then on.
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "search", "arguments": {"query": "dog"}}}]:
+        server.stdin.write(line(message))
+    server.stdin.flush()
+    answered = set()
+    while not {0, 1, 2} <= answered:  # the answers; the acknowledgement has no id
+        answered.add(json.loads(lines.get(timeout=WAIT)).get("id"))
+    edit_and_add(docs)  # from here on the client sends nothing
+    tag = {"_meta": {META + "subscriptionId": "L"}}
+    expected = {line({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                      "params": {"uri": FAQ}}),
+                line({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+                      "params": {}}),
+                line({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                      "params": {"uri": FAQ, **tag}}),
+                line({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+                      "params": tag})}
+    heard = set()
+    while not expected <= heard:
+        heard.add(lines.get(timeout=WAIT))
+    return heard, expected
+
+
+async def hear_over_http(url, docs):
+    """The SDK's clients: a legacy one subscribes (its GET stream), a 2026-07-28 one listens."""
+    heard = asyncio.Queue()
+
+    async def on_message(message):
+        params = getattr(message, "params", None)
+        await heard.put(f"{type(message).__name__} {getattr(params, 'uri', None)}")
+    async with mcp.Client(url, mode="legacy", message_handler=on_message) as legacy, \
+            mcp.Client(url, mode="2026-07-28") as modern:
+        with warnings.catch_warnings():  # the SDK deprecates subscribe in favour of listen
+            warnings.simplefilter("ignore")
+            await legacy.subscribe_resource(FAQ)
+        async with modern.listen(resources_list_changed=True,
+                                 resource_subscriptions=[FAQ]) as listening:
+            found = await modern.call_tool("search", {"query": "dog"})  # the model is up
+            assert not found.is_error
+            edit_and_add(docs)  # from here on the clients send nothing
+            events = set()
+            async for change in listening:
+                events.add(repr(change))
+                if len(events) == 2:
+                    break
+            return events, {await asyncio.wait_for(heard.get(), WAIT) for _ in range(2)}
+
+
+def test_clients_of_both_eras_hear_an_edit_and_an_addition_over_stdio_and_http(tmp_path, model):
+    stdio_docs, stdio_index = docs_and_index(tmp_path, model, "stdio")
+    http_docs, http_index = docs_and_index(tmp_path, model, "http")
+    # Both servers load their model at once; each watches its own copy of the folder.
+    server = subprocess.Popen(server_command(stdio_index), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        with server_py_over_http(http_index) as url:
+            heard, expected = hear_over_stdio(server, stdio_docs)
+            assert heard == expected  # and nothing else (a second look at the folder that saw
+            # the addition apart from the edit repeats the same lines)
+            events, legacy_heard = asyncio.run(asyncio.wait_for(hear_over_http(url, http_docs),
+                                                                2 * WAIT))
+    finally:
+        server.kill()
+        server.wait()
+    assert events == {f"ResourceUpdated(uri='{FAQ}')", "ResourcesListChanged()"}
+    assert legacy_heard == {f"ResourceUpdatedNotification {FAQ}",
+                            "ResourceListChangedNotification None"}
