@@ -81,7 +81,7 @@ def test_budget(name, cls, budget):
 def sections(source):
     """(title, first line, last line) of each `# === N. Title ... ===` section of a file."""
     lines = source.splitlines()
-    starts = [(number, line.strip("# =").split(":")[0])
+    starts = [(number, line.strip("# =").split(":")[0].split(" (spec")[0])
               for number, line in enumerate(lines, 1) if line.lstrip().startswith("# === ")]
     ends = [number - 1 for number, _ in starts[1:]] + [len(lines)]
     return [(title, first, last) for (first, title), last in zip(starts, ends)]
