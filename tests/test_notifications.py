@@ -74,7 +74,8 @@ INITIALIZED = ('{"jsonrpc":"2.0","id":{id},"result":{"protocolVersion":"2025-11-
                '"capabilities":{"resources":{"subscribe":true,"listChanged":true}},'
                '"serverInfo":{"name":"old","version":"1"}}}')
 ACK = ('{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":'
-       '{"io.modelcontextprotocol/subscriptionId":{id}},"notifications":{"toolsListChanged":true}}}')
+       '{"io.modelcontextprotocol/subscriptionId":{id}},'
+       '"notifications":{"toolsListChanged":true}}}')
 COMPLETE = ('{"jsonrpc":"2.0","id":{cancelled},"result":{"resultType":"complete","_meta":'
             '{"io.modelcontextprotocol/subscriptionId":{cancelled}}}}')
 DONE = '{"jsonrpc":"2.0","id":{id},"result":{"content":[]}}'
