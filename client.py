@@ -243,8 +243,7 @@ class Client:
             if result.get("resultType") != "input_required":
                 return result
             retry = {"requestState": result["requestState"]} if "requestState" in result else {}
-            asked = as_dict(result.get("inputRequests"))
-            if asked:
+            if asked := as_dict(result.get("inputRequests")):
                 retry["inputResponses"] = {key: await self.elicit(as_dict(question))
                                            for key, question in asked.items()}
             else:  # come back later: after 0.1 s, 0.2 s, ... 5 s at most
@@ -340,13 +339,12 @@ class Client:
         if method == ACKNOWLEDGED and ours and not self.acknowledged.done():
             self.acknowledged.set_result(as_dict(params.get("notifications")))
         future = self.pending.get(request_id) if valid_id(request_id) else None
-        error, result = message.get("error"), message.get("result")
         if future is None or future.done():
             return None
-        if isinstance(error, dict):
-            future.set_exception(MCPError(*map(error.get, ("code", "message", "data"))))
-        elif isinstance(result, dict):
-            future.set_result(result)
+        if isinstance(message.get("error"), dict):
+            future.set_exception(MCPError(*map(message["error"].get, ("code", "message", "data"))))
+        elif isinstance(message.get("result"), dict):
+            future.set_result(message["result"])
         else:
             future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
                                                           f"{json.dumps(message)[:200]}"))
@@ -492,12 +490,10 @@ class Client:
         if self.process.returncode is None:
             self.process.stdin.close()
             for stop in (lambda: None, self.process.terminate, self.process.kill):
-                try:
+                with contextlib.suppress(TimeoutError, ProcessLookupError):
                     stop()
                     await asyncio.wait_for(self.exited(), 2.0)
                     break
-                except (TimeoutError, ProcessLookupError):
-                    continue
         # The reader may be failing requests right now. A child the server left running may
         # hold its stdout or stderr open for good: then the readers are stopped here.
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
@@ -624,7 +620,7 @@ class HTTPClient(Client):
         try:
             for _ in range(1 + RESUME_TRIES):
                 reader, writer, status, got = await self.send_http(method, headers, body)
-                try:
+                with contextlib.closing(writer):
                     if status == 404 and session_id and request_id is not None and retry:
                         await self.new_session(session_id)  # the spec: that session is gone
                         return await self.post(message, retry=False)
@@ -632,8 +628,6 @@ class HTTPClient(Client):
                         self.session_id = got["mcp-session-id"]
                     if await self.read_reply(reader, got, status, request_id, stream):
                         return  # the answer: nothing more is owed, so hang up, as the SDK does
-                finally:
-                    writer.close()
                 if self.era != "legacy" or "id" not in stream:  # fails it now, not at its timeout
                     raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
                 await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
@@ -692,14 +686,11 @@ class HTTPClient(Client):
             except OSError:  # the server is gone
                 return opened.set()
             opened.set()  # connect() goes on
-            try:
+            # a stream that breaks, or is not MCP, ends as a closed one does
+            with contextlib.closing(writer), contextlib.suppress(Exception):
                 async for data in reply_messages(reader, got, self.max_message_bytes, stream):
                     quiet = 0
                     self.receive(data, None, status)
-            except Exception:  # a stream that breaks, or is not MCP, ends as a closed one does
-                pass
-            finally:
-                writer.close()
             if status != 200:
                 return
             await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)

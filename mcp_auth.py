@@ -236,8 +236,7 @@ def introspected_identity(answer, resource):
 #   the user's part: on_authorize(url, redirect_uri) -> the URL the browser was sent back to;
 #   the token request (PKCE S256, RFC 8707 resource), then refresh and step-up as needed.
 
-import asyncio, base64, hashlib, http.client, http.server, json, os, re, secrets, sys
-import threading, time, urllib.parse, webbrowser
+import asyncio, http.client, http.server, os, secrets, threading, webbrowser
 
 MAX_AUTH_BYTES = 1_000_000  # of any metadata, registration or token response: small JSON
 AUTH_TIMEOUT = 30  # seconds for each HTTP call of the flow
