@@ -92,7 +92,8 @@ def guarded():
 
 
 def raw(port, method, target, headers=(), body=b""):
-    """One raw HTTP/1.1 request -> (status line, [header lines], body bytes)."""
+    """One raw HTTP/1.1 request -> (status line, [header lines], body bytes). A GET stream that
+    opens (200, text/event-stream) stays open: its head is all there is to read."""
     lines = [f"{method} {target} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
     lines += [f"{name}: {value}" for name, value in headers]
     if body or method == "POST":
@@ -103,6 +104,8 @@ def raw(port, method, target, headers=(), body=b""):
         data = b""
         while chunk := connection.recv(65536):
             data += chunk
+            if method == "GET" and b"text/event-stream" in data.partition(b"\r\n\r\n")[0]:
+                break
     head, _, body = data.partition(b"\r\n\r\n")
     status, *header_lines = head.decode("latin-1").split("\r\n")
     return status, header_lines, body
@@ -205,8 +208,8 @@ def test_a_valid_token_is_accepted_on_every_kind_of_request(guarded, scheme):
     statuses = {kind: raw(guarded.port, method, target, kind_headers + token, body)[0]
                 for kind, method, target, kind_headers, body in kinds_of_request(session_id)}
     assert statuses == {"POST": "HTTP/1.1 200 OK", "notification": "HTTP/1.1 202 Accepted",
-                        # this server has no GET stream: past the token check, GET is refused
-                        "GET": "HTTP/1.1 405 Method Not Allowed", "DELETE": "HTTP/1.1 200 OK"}
+                        # past the token check, GET opens the session's stream
+                        "GET": "HTTP/1.1 200 OK", "DELETE": "HTTP/1.1 200 OK"}
     status, _, body = raw(guarded.port, "POST", "/mcp", MODERN_HEADERS + token, DISCOVER)
     info = json.loads(body)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]
     assert info["name"] == "auth-test"
