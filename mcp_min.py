@@ -640,7 +640,8 @@ class Server:
                 result = await self.asking(self.get_prompt, message, send, session, modern)
             elif method == "completion/complete" and (self.prompts or self.resources):
                 result = await self.complete(params)
-            elif method in ("resources/subscribe", "resources/unsubscribe") and not modern:
+            elif method in ("resources/subscribe", "resources/unsubscribe") and self.resources \
+                    and not modern:
                 result = await self.subscribe(message, send, session)
             elif method == "subscriptions/listen" and modern:
                 result = await self.listen(params, request_id, send, session)
