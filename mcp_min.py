@@ -461,15 +461,14 @@ class Context:
         Safe to call from any thread. Nothing is sent once the request is cancelled or answered
         (spec: progress, cancellation)."""
         if self.progress_token is None or self.cancelled:
-            return
+            return None
         if threading.get_ident() != self.loop_thread:  # from a sync tool's thread: the loop
             # sends it, and the thread waits until it has, so that a flood of reports stays flat
             report = self.report_on_loop(progress, total, message)
-            asyncio.run_coroutine_threadsafe(report, self.loop).result(WRITE_TIMEOUT)
-        else:
-            params = without_none({"progressToken": self.progress_token, "progress": progress,
-                                   "total": total, "message": message})
-            self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+            return asyncio.run_coroutine_threadsafe(report, self.loop).result(WRITE_TIMEOUT)
+        params = without_none({"progressToken": self.progress_token, "progress": progress,
+                               "total": total, "message": message})
+        self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
     async def report_on_loop(self, *args):  # the answer may have gone since: checked again
         self.report_progress(*args)
@@ -687,9 +686,8 @@ class Server:
         responses, state = params.get("inputResponses"), params.get("requestState")
         if modern and (responses or state is not None):  # a retry, and the answers it brings
             responses = responses if isinstance(responses, dict) else {}  # each: check_answer
-            fields = {"asked": list(responses), "answers": {}, "memo": None}  # a 1st round's
-            if state is not None:
-                fields = self.unseal(state, binding(message, session))
+            first_round = {"asked": list(responses), "answers": {}, "memo": None}
+            fields = first_round if state is None else self.unseal(state, binding(message, session))
             fresh = {key: responses[key] for key in fields["asked"] if key in responses}
             ctx.answers, ctx.memo = {**fields["answers"], **fresh}, fields["memo"]
         try:
