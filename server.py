@@ -171,12 +171,12 @@ def list_documents(folder: str = "") -> ToolResult:
 
 @server.tool()
 def get_document(name: str, ctx: Context) -> str:
-    """Return one document file of {index[name]} in full, by its exact file name.
+    """Return one document file of {index[name]} in full, by its exact name.
 
     Use it when the passages from search are not enough and the whole file is needed. The
-    name must be one of those list_documents returns (a search result's source is one);
-    paths are not accepted. A file longer than 200,000 characters is cut there, with a
-    note saying so.
+    name is the file's path in the folder, as list_documents and search results give it
+    (guide/install.md). A file longer than 200,000 characters is cut there, with a note
+    saying so.
     """
     rate_limit.check()
     # Not an exact name, but close to some: a client that can ask its user asks which was meant.
