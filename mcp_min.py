@@ -40,7 +40,8 @@ server, top to bottom:
      tool's return value becomes a result.
   4. The server: each request is answered in the era it asks for. Start reading at Server.handle.
      Then questions for the user (Context.elicit): a real elicitation/create request in the
-     legacy era, an input_required result with a signed requestState in 2026-07-28.
+     legacy era, an input_required result with a signed requestState in 2026-07-28; and change
+     notifications (resources/subscribe, list_changed, 2026-07-28's subscriptions/listen).
   5. Resources, prompts and completion: reading, getting, completing, and pages of lists.
   6. The stdio loop: reading, backpressure, shutdown.
 Spec: https://modelcontextprotocol.io/specification (2025-11-25 and 2026-07-28).
