@@ -377,9 +377,10 @@ def test_a_legacy_question_streams_through_nginx_and_its_answer_reaches_the_same
 
 
 def next_event(stream):
-    """The JSON of the next SSE event's data line (comments and event names are skipped)."""
+    """The JSON of the next SSE event's data line (comments, event names and a 2025-11-25
+    stream's priming event, whose data is empty (SEP-1699), are skipped)."""
     while True:
         line = stream.readline()
         assert line, "the SSE stream ended"
-        if line.startswith(b"data:"):
+        if line.startswith(b"data:") and line[5:].strip():
             return json.loads(line[5:])
