@@ -8,6 +8,7 @@ import http.client
 import http.server
 import json
 import os
+import shlex
 import socket
 import stat
 import subprocess
@@ -112,7 +113,9 @@ def test_client_py_url_logs_in_with_the_browser_and_says_so(sdk_server, tmp_path
     # The default login: webbrowser opens the page (BROWSER: a program that follows redirects,
     # as a browser does), and the redirect comes back to the loopback port it waits on.
     (tmp_path / "browser.py").write_text(BROWSER)
-    env = {**os.environ, "BROWSER": f"{sys.executable} {tmp_path / 'browser.py'} %s"}
+    # webbrowser splits BROWSER as a shell would: a checkout at a path with a space is quoted.
+    browser = f"{shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'browser.py'))} %s"
+    env = {**os.environ, "BROWSER": browser}
     done = subprocess.run([sys.executable, str(ROOT / "client.py"), "--url", sdk_server],
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
