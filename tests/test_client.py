@@ -59,7 +59,7 @@ STEP_2 = [
     "through, one folder at a time.",
     '        arguments: folder (string, default "")',
     "    get_document: Return one document file of The Wandering Kettle in full, by its exact "
-    "file name.",
+    "name.",
     "        arguments: name (string, required)",
     "    resources: 9",
     "        docs:///allergies_dietary.txt: The Wandering Kettle - Allergies and Dietary "
