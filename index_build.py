@@ -145,6 +145,9 @@ LOCK_FILE = ".lock"
 EMBEDDED_FILE = ".embedded"     # vectors embedded since the last publish: the next build resumes
 DATA_PREFIX = "data-"           # data-<time>-<random>: the vectors and passages of one build
 BUILDING_PREFIX = ".building-"  # a data folder still being written
+# What cut the passages: this very file. A file unchanged since the last build keeps its
+# passages only when the same code would cut them again (read_documents' split_before).
+SPLITTER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 class BuildError(Exception):
@@ -172,7 +175,8 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
     """
     import index_search  # it imports this module: imported here, once both are loaded
 
-    files, passages, skipped = read_documents(docs_dir)
+    current = index_search.current_index(index_dir)
+    files, passages, skipped = read_documents(docs_dir, index_search.split_before(current))
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
     data = f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -181,15 +185,16 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
         try:
             with writing(index_dir):
                 build_dir.mkdir()
-            texts = embedding_texts(passages, RANKING["passage_text"])
-            with writing(index_dir):
-                vectors = index_search.embed_passages(model, texts, index_dir, encode_lock)
+                texts = embedding_texts(passages, RANKING["passage_text"])
+                vectors = index_search.embed_passages(model, texts, index_dir, current, encode_lock)
+            current = None  # the index being replaced: what it held is in vectors now, so free it
             faiss_index = make_faiss_index(vectors)
             folder = Path(docs_dir).resolve().name
             manifest = {
                 "name": name or folder,
                 "description": description or f"the documents in the folder {folder}",
                 "model": MODEL_NAME, "dimension": faiss_index.d, "ranking": RANKING,
+                "splitter": SPLITTER,
                 "index_type": type(faiss_index).__name__, "data": data,
                 "docs_dir": os.path.relpath(Path(docs_dir).resolve(), index_dir.resolve()),
                 "created": created.isoformat(timespec="seconds"),
@@ -207,8 +212,11 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
 # ----------------------------------------------------------------------------
 # Reading the documents
 
-def read_documents(docs_dir):
+def read_documents(docs_dir, split_before=None):
     """Read every document, returning (files, passages, skipped) ready to embed and describe.
+
+    split_before: {name: (its "files" entry, [its passages])} of the current index, built by
+    this same index_build.py: a file whose bytes did not change keeps its passages, unsplit.
 
     files:    {name: {"sha256", "bytes", "title", "passages", "cut"}} in name order; "cut"
               counts the blocks too long for one passage (split_into_passages)
@@ -236,6 +244,12 @@ def read_documents(docs_dir):
         progress.advance(1)
         try:
             data = read_document_bytes(path)
+            sha256 = hashlib.sha256(data).hexdigest()
+            before = (split_before or {}).get(name)
+            if before and before[0]["sha256"] == sha256:
+                files[name] = before[0]
+                passages += before[1]
+                continue
             text = decode_text(data)
         except Unusable as e:
             unusable.append((name, str(e)))
@@ -245,7 +259,7 @@ def read_documents(docs_dir):
         title = document_title(text, path.name, front)
         folders = name.split("/")[:-1]  # a product version, a section: embedded and matched too
         pieces, cut = split_into_passages(text, title, markdown, tokenizer, folders)
-        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+        files[name] = {"sha256": sha256, "bytes": len(data),
                        "title": title, "passages": len(pieces), "cut": cut}
         for position, (paragraph, heading, passage_text, _) in enumerate(pieces, start=1):
             passages.append({"source": name, "passage": position, "paragraph": paragraph,
@@ -294,11 +308,7 @@ def scan_docs(docs_dir):
             if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
                 continue
             problem = name_problem(entry.name)
-            try:
-                folder = entry.is_dir()
-            except OSError:  # a symlink loop
-                folder = False  # reported below as not a regular file
-            if folder:
+            if os.path.isdir(entry.path):  # False for a symlink loop: reported as no regular file
                 real = Path(entry.path).resolve()
                 if problem is None and not real.is_relative_to(root):
                     problem = "a symlink to a folder outside the docs folder"
@@ -352,9 +362,7 @@ def name_problem(name):
     """Why a file name cannot be a document name (which JSON and a model must carry), or None."""
     if name.isprintable():  # a lone surrogate (a byte that is not UTF-8) is not printable
         return None
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
+    if any("\ud800" <= character <= "\udfff" for character in name):  # surrogates: not UTF-8
         return "its name is not valid UTF-8; rename it"
     return "its name holds control characters; rename it"
 
@@ -796,17 +804,6 @@ def signals_held():
         raise Interrupted(signum)
 
 
-def file_stamp(path):
-    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
-    loses or renames an entry; None if the path is absent."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
-
 # ----------------------------------------------------------------------------
 
 def main(argv=None):
@@ -825,8 +822,10 @@ def main(argv=None):
                   f"(default: {option[2:]})", file=sys.stderr)
             return 2
 
+    import index_search  # it imports this module: imported here, once both are loaded
+
     started = time.perf_counter()
-    before = file_stamp(Path(args.index) / MANIFEST_FILE)
+    before = index_search.file_stamp(Path(args.index) / MANIFEST_FILE)
     previous = {number: signal.signal(number, stop_on_signal)
                 for number in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -838,21 +837,20 @@ def main(argv=None):
         name = signal.Signals(e.args[0]).name
         # Honest either way: a signal held through the publish lands after the swap.
         what = "; the index was not changed"
-        if file_stamp(Path(args.index) / MANIFEST_FILE) != before:
+        if index_search.file_stamp(Path(args.index) / MANIFEST_FILE) != before:
             what = " after the new index was in place; it is complete"
         print(f"index_build: stopped by {name}{what}", file=sys.stderr)
         return 128 + e.args[0]
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    seconds = time.perf_counter() - started
     counts = manifest["counts"]
     cut = sum(info["cut"] for info in manifest["files"].values())
     cut = f"; {cut} block(s) cut to fit the model's window" if cut else ""
     skipped = (f"; skipped {counts['skipped']} file(s), named above" if counts["skipped"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {seconds:.1f} s{cut}{skipped}")
+          f"in {time.perf_counter() - started:.1f} s{cut}{skipped}")
     return 0
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import index_build
 from index_build import (EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
                          RANKING, VECTORS_FILE, Unusable, decode_text, embedding_texts,
-                         file_stamp, manifest_sha256, open_document, os_reason,
+                         manifest_sha256, open_document, os_reason,
                          read_document_bytes, scan_docs)
 
 DIMENSION = 384  # the length of the model's vectors (index_build.MODEL_NAME)
@@ -190,6 +190,16 @@ def changed_files(manifest, docs_dir, hashes=None):
     return changed, added, removed
 
 
+def file_stamp(path):
+    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
+    loses or renames an entry; None if the path is absent."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def document_path(docs_dir, name):
     """The path of the document `name` if it is still one inside docs_dir, else None: what
     get_document checks for one file, where a scan would read the whole folder."""
@@ -241,15 +251,35 @@ def read_text(path):
 # known by the sha256 of the model's name and the text embedded, so a passage whose text did
 # not change keeps its vector, and another model's vectors match nothing.
 
-def embed_passages(model, texts, index_dir, encode_lock=None):
+def current_index(index_dir):
+    """(manifest, faiss index, passages) of the index a build is about to replace, or None
+    when there is none that can be read (everything is then split and embedded again)."""
+    try:
+        return load_index(index_dir)
+    except (IndexProblem, RuntimeError, ValueError, KeyError, OSError):
+        return None
+
+
+def split_before(current):
+    """{name: (its "files" entry, [its passages])} of the current index, if this very
+    index_build.py split it (SPLITTER), else {}: what splitting an unchanged file gives."""
+    if current is None or current[0].get("splitter") != index_build.SPLITTER:
+        return {}
+    files = {name: (info, []) for name, info in current[0]["files"].items()}
+    for passage in current[2]:
+        files[passage["source"]][1].append(passage)
+    return files
+
+
+def embed_passages(model, texts, index_dir, current=None, encode_lock=None):
     """The vectors of texts: those embedded already (known_vectors) reused, the others
     embedded EMBED_BATCH at a time, each batch appended to EMBEDDED_FILE as soon as it is done
     (an interrupted build loses at most one batch). The model is loaded only when something
-    needs embedding. index_build.build_index calls it."""
+    needs embedding. index_build.build_index calls it, with current_index()."""
     import numpy as np
 
     keys = embedding_keys(texts)
-    known = known_vectors(index_dir)
+    known = known_vectors(index_dir, current)
     missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
     if missing and model is None:
         with index_build.signals_held():  # a signal inside an import of torch breaks it for good
@@ -307,19 +337,17 @@ def record_type(dimension):
     return np.dtype([("key", "S64"), ("vector", "<f4", (dimension,))])
 
 
-def known_vectors(index_dir):
+def known_vectors(index_dir, current=None):
     """{key: vector} of the texts embedded already: the passages of the current index (if it
     is readable and of this model and ranking) and what EMBEDDED_FILE holds (a record cut
     short by a kill is left out)."""
     import numpy as np
 
     known = {}
-    try:
-        manifest, faiss_index, passages = load_index(index_dir)
+    if current is not None:
+        manifest, faiss_index, passages = current
         texts = embedding_texts(passages, manifest["ranking"]["passage_text"])
         known.update(zip(embedding_keys(texts), faiss_index.reconstruct_n(0, faiss_index.ntotal)))
-    except (IndexProblem, RuntimeError, ValueError, KeyError):
-        pass  # no index, or one that cannot be read: everything is embedded again
     path = Path(index_dir) / EMBEDDED_FILE
     record = record_type(DIMENSION)
     count = path.stat().st_size // record.itemsize if path.exists() else 0

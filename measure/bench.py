@@ -883,6 +883,17 @@ print(len(usable), len(documents[1]), scanned - started, time.perf_counter() - s
       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 bench.random_vector_index(documents, sys.argv[1], sys.argv[2])
 """
+# The same tree rebuilt after one file changed, in a fresh process with the model loaded first:
+# the unchanged files keep their passages and vectors (random ones here), the one file is
+# split and embedded again.
+REBUILD_CHILD = """import resource, sys, time
+import index_build
+model = index_build.load_model()
+started = time.perf_counter()
+manifest = index_build.build_index(sys.argv[1], sys.argv[2], model=model)
+print(time.perf_counter() - started, manifest["counts"]["passages"],
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
 
 
 def random_vector_index(documents, docs, index):
@@ -902,6 +913,7 @@ def random_vector_index(documents, docs, index):
     manifest = {"model": index_build.MODEL_NAME, "dimension": index_search.DIMENSION,
                 "index_type": "IndexFlatIP", "docs_dir": os.path.relpath(docs, index),
                 "data": "data-bench", "ranking": index_build.RANKING, "files": files,
+                "splitter": getattr(index_build, "SPLITTER", None),
                 "counts": {"files": len(files), "passages": len(passages), "skipped": 0},
                 "skipped": skipped, "name": "bench", "description": "a generated tree"}
     faiss_index = index_build.make_faiss_index(vectors)
@@ -981,6 +993,11 @@ def bench_tree(size, model=None):
                        read_split_s=float(out[3]), read_peak_rss=int(out[4]))
         progress("tree: server.py over it")
         results["server"] = asyncio.run(tree_server(index, size.get("tree_calls", 50)))
+        progress(f"tree: the {files:,} files rebuilt after one changed")
+        edit_one_file(docs, index_build)
+        out = subprocess.run([sys.executable, "-c", REBUILD_CHILD, docs, index], cwd=ROOT,
+                             check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+        results.update(tree_rebuild_s=float(out[0]), tree_rebuild_peak_rss=int(out[2]))
 
         progress(f"tree: full build of {small} files, then the rebuild after one edit")
         small_docs = os.path.join(tmp, "small")
@@ -990,9 +1007,7 @@ def bench_tree(size, model=None):
         manifest = index_build.build_index(small_docs, os.path.join(tmp, "small-index"),
                                            model=model)
         full = time.perf_counter() - started
-        edited = os.path.join(small_docs, next(iter(manifest["files"])))
-        with open(edited, "a", encoding="utf-8") as f:
-            f.write("\n## Added\n\nOne more paragraph, written after the build.\n")
+        edit_one_file(small_docs, index_build)
         started = time.perf_counter()
         index_build.build_index(small_docs, os.path.join(tmp, "small-index"), model=model)
         results.update(small_files=small, small_passages=manifest["counts"]["passages"],
@@ -1000,6 +1015,13 @@ def bench_tree(size, model=None):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def edit_one_file(docs, index_build):
+    """Add a section to the first document of a tree (in name order)."""
+    name = next(iter(index_build.scan_docs(docs)[0]))
+    with open(os.path.join(docs, name), "a", encoding="utf-8") as f:
+        f.write("\n## Added\n\nOne more paragraph, written after the build.\n")
 
 
 def tree_report(tree):
@@ -1010,6 +1032,13 @@ def tree_report(tree):
             ["scan", f"{tree['scan_s']:.2f} s"],
             ["read, front matter, split", f"{tree['read_split_s']:.1f} s"],
             ["peak memory of that", f"{tree['read_peak_rss'] / 2 ** 20:.0f} MiB"]]))
+    if "tree_rebuild_s" in tree:
+        out.append(table([f"the {tree['files']:,} files, one changed", "value"], [
+            ["rebuild (read, compare, split and embed one file)",
+             f"{tree['tree_rebuild_s']:.1f} s ({tree['tree_rebuild_s'] / tree['read_split_s']:.1%}"
+             " of reading and splitting all, before any embedding)"],
+            ["peak memory of the rebuild (model included)",
+             f"{tree['tree_rebuild_peak_rss'] / 2 ** 20:.0f} MiB"]]))
     server = tree.get("server", {})
     if server:
         out.append(table(["server.py over it (--no-watch)", "value"], [

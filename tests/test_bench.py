@@ -77,6 +77,8 @@ def test_tree_part_runs_and_reports(model):
     assert server["resources_pages"] >= 1 and server["list_top_chars"] > 0
     assert server["search_p99_ms"] >= server["search_p50_ms"] > 0
     assert tree["one_file_rebuild_s"] > 0 and tree["full_build_s"] > 0
+    assert tree["tree_rebuild_s"] > 0 and tree["tree_rebuild_peak_rss"] > 0
     results = {"machine": bench.machine_info(), "seconds": 1.0, "tree": tree, "targets": []}
     text = bench.report(results)
     assert "6. tree" in text and "rebuild after one file changed" in text
+    assert "the 60 files, one changed" in text

@@ -112,6 +112,17 @@ def counting_embed(monkeypatch):
     return embedded
 
 
+def counting_split(monkeypatch):
+    """index_build.split_into_passages, unchanged, keeping the title of each text it splits."""
+    split, real = [], index_build.split_into_passages
+
+    def split_into_passages(text, title, *args):
+        split.append(title)
+        return real(text, title, *args)
+    monkeypatch.setattr(index_build, "split_into_passages", split_into_passages)
+    return split
+
+
 def index_contents(index_dir):
     manifest, faiss_index, passages = index_search.load_index(index_dir)
     return manifest, faiss_index.reconstruct_n(0, faiss_index.ntotal), passages
@@ -124,8 +135,11 @@ def test_an_incremental_build_equals_a_fresh_build(tmp_path, model, monkeypatch)
     (docs / "guide" / "new.md").write_text("---\ntitle: New page\n---\nA new page on scones.\n")
     (docs / "index.md").unlink()
     before = set(index_build.embedding_texts(index_contents(tmp_path / "index")[2], "heading"))
-    embedded = counting_embed(monkeypatch)
+    embedded, split = counting_embed(monkeypatch), counting_split(monkeypatch)
     incremental = index_build.build_index(docs, tmp_path / "index", model=model)
+    # Only the changed files are split again: the edited one, read as itself and through
+    # linked.md, and the new one. The other seven keep the passages the index holds.
+    assert sorted(split) == ["Install", "Install", "New page"]
     after = set(index_build.embedding_texts(index_contents(tmp_path / "index")[2], "heading"))
     # Only the new text is embedded: the edited file (linked.md reaches it too) and the new one.
     assert sorted(embedded) == sorted(after - before) and 2 <= len(embedded) <= 3
@@ -136,6 +150,21 @@ def test_an_incremental_build_equals_a_fresh_build(tmp_path, model, monkeypatch)
     assert passages == fresh_passages
     assert np.allclose(vectors, fresh_vectors, atol=1e-5)
     assert not (tmp_path / "index" / index_build.EMBEDDED_FILE).exists()
+
+
+def test_passages_are_reused_only_from_a_build_by_the_same_splitter(tmp_path, model,
+                                                                    monkeypatch):
+    docs = make_tree(tmp_path)
+    first = index_build.build_index(docs, tmp_path / "index", model=model)
+    assert first["splitter"] == index_build.SPLITTER
+    split = counting_split(monkeypatch)
+    index_build.build_index(docs, tmp_path / "index", model=model)
+    assert split == []  # nothing changed: nothing is split again
+    # Another version of index_build.py may cut the same file differently: all is split again.
+    monkeypatch.setattr(index_build, "SPLITTER", "another index_build.py")
+    again = index_build.build_index(docs, tmp_path / "index", model=model)
+    assert len(split) == len(first["files"])
+    assert again["files"] == first["files"]
 
 
 def test_an_interrupted_build_resumes_losing_at_most_one_batch(tmp_path, model, monkeypatch):
