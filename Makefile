@@ -31,8 +31,10 @@ index: install
 run: index
 	$(PY) client.py
 
+# Two workers (pytest-xdist), each taking whole files, so that a file's shared servers start once:
+# most tests wait on a server process, and the other core is free meanwhile.
 test: install
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 # The measuring tools live in measure/: the speed benchmark and the retrieval evaluation.
 bench: install

@@ -132,6 +132,18 @@ def script_server(folder, tools):
 SUMMARY_LINES = []
 
 
+def pytest_sessionfinish(session):
+    """In a pytest-xdist worker (make test runs two), hand its lines to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["summary_lines"] = SUMMARY_LINES
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller: a worker is done; keep the lines it handed over."""
+    SUMMARY_LINES.extend(getattr(node, "workeroutput", {}).get("summary_lines", []))
+
+
 def pytest_terminal_summary(terminalreporter):
     if SUMMARY_LINES:
         terminalreporter.write_sep("-", "sizes and retrieval quality")
