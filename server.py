@@ -179,9 +179,12 @@ def get_document(name: str, ctx: Context) -> str:
     saying so.
     """
     rate_limit.check()
+    files = library.current_manifest()[1]["files"]
     # Not an exact name, but close to some: a client that can ask its user asks which was meant.
-    close = difflib.get_close_matches(name, library.current_manifest()[1]["files"], n=5)
-    if close and close[0] != name and "elicitation" in ctx.capabilities:
+    # Only then is difflib run: it compares the name with every indexed one (0.8 s at 10,000).
+    can_ask = name not in files and "elicitation" in ctx.capabilities
+    close = difflib.get_close_matches(name, files, n=5) if can_ask else []
+    if close:
         form = {"type": "object", "properties": {"name": {"type": "string", "enum": close}}}
         name = ctx.elicit_sync("Which one did you mean?", form).get("content", {}).get("name", name)
     return read_document(name)
@@ -191,17 +194,17 @@ def read_document(name):
     """The text of an indexed file, cut at MAX_DOCUMENT_CHARS, for get_document, the document
     resources and the ask prompt alike; ValueError saying why when it cannot be served."""
     _, manifest, docs_dir = library.current_manifest()
-    valid = valid_names(manifest["files"])
     # Only exact names from the manifest: this one check refuses "../x", "/etc/passwd",
     # "FAQ.TXT", "faq.txt\0" and anything else that is not literally an indexed file.
     if name not in manifest["files"]:
-        raise ValueError(f"unknown document {show_name(name)}. Valid names: {valid}")
+        raise ValueError(f"unknown document {show_name(name)}. "
+                         f"Valid names: {valid_names(manifest['files'])}")
     # The build's own rule, applied again to this one file: it may have been replaced since,
     # say by a symlink out of the folder.
     path = index_search.document_path(docs_dir, name)
     if path is None:
         raise ValueError(f"document {show_name(name)} is not available any more. "
-                         f"Valid names: {valid}")
+                         f"Valid names: {valid_names(manifest['files'])}")
     try:
         text = index_search.read_text(path)
     except index_build.Unusable as e:  # its text names no path: safe to show
