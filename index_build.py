@@ -16,7 +16,8 @@ A build, in build_index below, is five steps:
              all-MiniLM-L6-v2 model): passages that mean similar things point in similar
              directions, so "can I bring a dog" lands near the paragraph about dogs though
              the words differ. A text embedded before (by the index being replaced, or by
-             a build that was interrupted) keeps its vector: a one-file edit embeds that file
+             a build that was interrupted) keeps its vector, and a file unchanged since the
+             index being replaced keeps its passages: a one-file edit splits and embeds that file
     write    the vectors and passages into a new data folder
     publish  swap manifest.json, which names that folder, with one atomic rename
 

@@ -247,9 +247,10 @@ def read_text(path):
 
 
 # ----------------------------------------------------------------------------
-# Vectors embedded already, for an incremental build (index_build.embed_passages): a vector is
-# known by the sha256 of the model's name and the text embedded, so a passage whose text did
-# not change keeps its vector, and another model's vectors match nothing.
+# What the index being replaced already holds, for an incremental build (index_build.build_index):
+# the passages of each file, kept for a file whose sha256 did not change; and the vectors, each
+# known by the sha256 of the model's name and the text embedded, so a passage whose text did not
+# change keeps its vector, and another model's vectors match nothing.
 
 def current_index(index_dir):
     """(manifest, faiss index, passages) of the index a build is about to replace, or None

@@ -81,4 +81,4 @@ def test_tree_part_runs_and_reports(model):
     results = {"machine": bench.machine_info(), "seconds": 1.0, "tree": tree, "targets": []}
     text = bench.report(results)
     assert "6. tree" in text and "rebuild after one file changed" in text
-    assert "the 60 files, one changed" in text
+    assert "the 60 files, one changed" in text and "full build, estimated" in text
