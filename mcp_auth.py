@@ -243,7 +243,10 @@ AUTH_TIMEOUT = 30  # seconds for each HTTP call of the flow
 LOGIN_TIMEOUT = 300  # seconds the default login waits for the browser to come back
 MAX_LOGINS = 3  # logins for one request (a 401, then step-ups), then it fails
 REFRESH_EARLY = 60  # seconds before it expires, a token with a refresh token is refreshed
-DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
+# A fixed port, so a registered client keeps its redirect_uri; below every system's range of
+# ephemeral ports (Linux 32768 up, macOS and Windows 49152 up), where any outgoing connection
+# could be holding it when the login starts.
+DEFAULT_REDIRECT_URI = "http://127.0.0.1:29418/callback"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
