@@ -6,12 +6,16 @@ Loading the model takes seconds, so every fixture that needs it is session-scope
 
 import asyncio
 import contextlib
+import http.client
+import json
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +91,50 @@ class LiveServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+def http_server_port(command):
+    """Run `command`, an mcp_min server given `--http 0`, until the test module ends: yields the
+    port it chose, from the line it logs first ("... on http://127.0.0.1:PORT/mcp")."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", process.stderr.readline())
+        assert found
+        yield int(found.group(1))
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def post_mcp(port, message, headers=None):
+    """POST one JSON-RPC message to /mcp on loopback `port`; the response, unread."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection.request("POST", "/mcp", json.dumps(message), {
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **(headers or {})})
+    return connection.getresponse()
+
+
+def serving_on_free_port(command, port_option, start_seconds=60):
+    """Run an HTTP server, `command port_option PORT` on a free loopback port, until the test
+    module ends; yields its URL once the port accepts connections (start_seconds at most)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([*command, port_option, str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + start_seconds
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()  # how a server shuts down is not what these tests are about
+        process.wait(10)
 
 
 @contextlib.contextmanager

@@ -12,11 +12,8 @@ import asyncio
 import functools
 import json
 import os
-import socket
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import client as client_module  # noqa: E402
 from client import Client, HTTPClient  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
+from conftest import serving_on_free_port  # noqa: E402
 
 SDK_CHANGES = [sys.executable, str(ROOT / "tests" / "sdk_changes_server.py")]
 OUR_CHANGES = [sys.executable, str(ROOT / "tests" / "changes_server.py")]
@@ -365,31 +363,9 @@ def test_sdk_server_over_stdio_both_eras(legacy):
         assert {seen[1]["_meta"][TAG] for seen in heard} == {8}  # unsubscribe's listen request
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def serving(command):
-    """Run an HTTP server `command --port PORT` until the test module ends; yields its URL."""
-    port = free_port()
-    process = subprocess.Popen(command + ["--port", str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.kill()  # how a server shuts down is not what these tests are about
-    process.wait(10)
-
-
 @pytest.fixture(scope="module")
 def sdk_http():
-    yield from serving(SDK_CHANGES)
+    yield from serving_on_free_port(SDK_CHANGES, "--port")
 
 
 @pytest.mark.parametrize("legacy", [True, False], ids=["legacy", "2026-07-28"])
@@ -414,7 +390,7 @@ NOT_YET = pytest.mark.skipif("def resource_updated" not in OUR_MCP_MIN.read_text
 
 @pytest.fixture(scope="module")
 def our_http():
-    yield from serving(OUR_CHANGES)
+    yield from serving_on_free_port(OUR_CHANGES, "--port")
 
 
 @NOT_YET

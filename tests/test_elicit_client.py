@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 import client as client_module  # noqa: E402
 from client import Client, HTTPClient  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
+from conftest import serving_on_free_port  # noqa: E402
 
 PLAY = """
 import json, sys
@@ -261,25 +262,7 @@ SDK_ELICIT_SERVER = [sys.executable, str(ROOT / "tests" / "sdk_elicit_server.py"
 @pytest.fixture(scope="module")
 def sdk_http_url():
     """tests/sdk_elicit_server.py over Streamable HTTP on a free loopback port."""
-    import socket
-    import subprocess
-    import time
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([*SDK_ELICIT_SERVER, "--http", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(300):  # the SDK's server starts in about a second; 30 s at most
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    yield from serving_on_free_port(SDK_ELICIT_SERVER, "--http", start_seconds=30)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

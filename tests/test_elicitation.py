@@ -3,10 +3,12 @@ exact lines out. Legacy (2025-11-25): the server's elicitation/create request ov
 a call's SSE stream, and every way a client can answer it badly. 2026-07-28: input_required
 results, their signed requestState, and every way a retry can be wrong.
 """
-import base64, hmac, http.client, json, queue, re, subprocess, sys, threading, time
+import base64, hmac, json, queue, re, subprocess, sys, threading, time
 from pathlib import Path
 
 import pytest
+
+from conftest import http_server_port, post_mcp as post
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, str(ROOT / "tests" / "elicitation_server.py")]
@@ -348,22 +350,7 @@ def test_the_state_is_bound_to_the_user():
 
 @pytest.fixture(scope="module")
 def http_url():
-    proc = subprocess.Popen([*SERVER, "--http", "0"], stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
-        assert found
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def post(port, message, headers=None):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-    connection.request("POST", "/mcp", json.dumps(message), {
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        **(headers or {})})
-    return connection.getresponse()
+    yield from http_server_port([*SERVER, "--http", "0"])
 
 
 def sse_event(response):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import http_server_port, post_mcp as post
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, str(ROOT / "tests" / "notify_server.py")]
 META = "io.modelcontextprotocol/"
@@ -216,23 +218,7 @@ def test_a_stdio_listener_that_reads_nothing_loses_notifications_not_memory(stdi
 
 @pytest.fixture(scope="module")
 def port():
-    proc = subprocess.Popen([*SERVER, "--http", "0", "--write-timeout", "1"],
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", proc.stderr.readline())
-        assert found
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def post(port, message, headers=None):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-    connection.request("POST", "/mcp", json.dumps(message), {
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        **(headers or {})})
-    return connection.getresponse()
+    yield from http_server_port([*SERVER, "--http", "0", "--write-timeout", "1"])
 
 
 def get(port, headers):
