@@ -34,8 +34,8 @@ from http import HTTPStatus
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
                      MAX_BACKLOG, MAX_MESSAGE_BYTES, MAX_THREADS, META, METHOD_NOT_FOUND,
                      MISSING_CAPABILITY, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION,
-                     MCPError, check_request, encode, encode_reply, error_response, parse_message,
-                     valid_id)
+                     MCPError, check_request, encode, encode_reply, error_response, new_session,
+                     parse_message, valid_id)
 
 ENDPOINT = "/mcp"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the default allow-list for Host and Origin
@@ -51,7 +51,8 @@ INSTANCE = os.environ.get("MCP_INSTANCE", "")
 # SSE polling (SEP-1699, 2025-11-25): a client that lost a stream reconnects after RETRY_MS, and
 # the events it missed are replayed: each session keeps its last MAX_STREAMS streams, each the
 # events of its last MAX_BACKLOG bytes.
-RETRY_MS, MAX_STREAMS = 1000, 4
+RETRY_MS = 1000
+MAX_STREAMS = 4
 HEADER_MISMATCH = -32020
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
@@ -69,7 +70,9 @@ class HTTPError(Exception):
         if not isinstance(error, MCPError):
             error = MCPError(INVALID_REQUEST, f"{HTTPStatus(status).phrase}: {error}")
         super().__init__(error.message)
-        self.status, self.error, self.request_id = status, error, request_id
+        self.status = status
+        self.error = error
+        self.request_id = request_id
         self.headers = {"Content-Type": "application/json", **(headers or {})}
 
 
@@ -85,7 +88,8 @@ def parse_head(head):
         name, colon, value = line.partition(":")
         if not colon or not name or name != name.strip():
             raise HTTPError(400, "malformed header line")
-        name, value = name.lower(), value.strip(" \t")
+        name = name.lower()
+        value = value.strip(" \t")
         # A repeated header combines into one list (RFC 9110, 5.3).
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
     return first_line, headers
@@ -170,14 +174,18 @@ class HTTPTransport:
         connections served at once (default_max_connections() if None); more are refused, 503.
         auth: an mcp_auth.ResourceServer, which asks every request for an OAuth bearer token
         and serves the metadata that says where to get one; None: no tokens (localhost only)."""
-        self.server, self.request_timeout, self.auth = server, request_timeout, auth
+        self.server = server
+        self.request_timeout = request_timeout
+        self.auth = auth
         self.write_timeout = write_timeout
         self.allowed_hosts = {name.lower() for name in allowed_hosts}
         self.max_connections = max_connections or default_max_connections()
         self.sessions = collections.OrderedDict()  # Mcp-Session-Id -> session, least recent first
-        self.connections, self.calls = {}, set()  # connection task -> busy answering?; handle tasks
+        self.connections = {}  # connection task -> busy answering?
+        self.calls = set()  # the tasks of Server.handle
         self.cutting_off = False  # shutdown() cancels the calls that outlived the grace period
-        self.last_log, self.unlogged = 0.0, 0
+        self.last_log = 0.0  # when log() last wrote a line
+        self.unlogged = 0  # lines it skipped since
 
     async def start(self, host="127.0.0.1", port=8000):
         asyncio.get_running_loop().set_exception_handler(  # accept() out of descriptors, say
@@ -214,9 +222,10 @@ class HTTPTransport:
         for task, busy in list(self.connections.items()):
             if not busy:  # still sending its request: nothing is owed to it yet
                 task.cancel()
-        for stream in [*self.server.listeners, *(s.get("stream") for s in self.sessions.values())]:
-            if stream:  # a Listener, or the Answer of a GET stream
-                stream.ended.set()
+        self.server.end_streams()  # listen streams answer their result
+        for session in self.sessions.values():
+            if session.get("stream"):  # a legacy session's GET stream
+                session["stream"].ended.set()
         if self.calls:
             await asyncio.wait(self.calls, timeout=grace)
         late = [task for task in self.calls if not task.done()]
@@ -234,7 +243,8 @@ class HTTPTransport:
             return
         skipped = f" ({self.unlogged} more lines skipped)" if self.unlogged else ""
         print(f"mcp_http: {text}{skipped}", file=sys.stderr)
-        self.last_log, self.unlogged = time.monotonic(), 0
+        self.last_log = time.monotonic()
+        self.unlogged = 0
 
     # --- The connection: one request, one response, then it closes (RFC 9112) ---
 
@@ -350,7 +360,8 @@ class HTTPTransport:
     # --- The MCP endpoint: one JSON-RPC message per POST (spec: Sending Messages) ---
 
     async def post(self, reader, writer, request):
-        headers, request_id = request.headers, None
+        headers = request.headers
+        request_id = None
         try:
             message = parse_message(request.body)
             request_id = message.get("id") if valid_id(message.get("id")) else None
@@ -366,7 +377,8 @@ class HTTPTransport:
         except MCPError as e:
             raise HTTPError(400, e, request_id) from None
         # Which era? A modern version header or modern _meta means 2026-07-28; the rest is legacy.
-        version, params = headers.get("mcp-protocol-version"), message.get("params", {})
+        version = headers.get("mcp-protocol-version")
+        params = message.get("params", {})
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         modern = version in MODERN_VERSIONS or any(key.startswith(META) for key in meta)
         if not modern and version not in LEGACY_VERSIONS + [None]:
@@ -382,7 +394,7 @@ class HTTPTransport:
         if modern:
             self.check_modern_request(message, headers)
         if modern or opens_session:  # modern: the request's own, forgotten afterwards
-            session = {"in_flight": {}, "auth": request.auth}
+            session = new_session(auth=request.auth)
         if opens_session:  # what the server sends outside a call goes on the session's GET stream
             session["notify"] = lambda message: session.get("stream") and session["stream"](message)
         if request_id in session["in_flight"]:  # as on stdio: the running call stays cancellable
@@ -424,7 +436,9 @@ class HTTPTransport:
     def check_modern_request(self, message, headers):
         """The headers copy the body, so a proxy can route on them. If they disagree, the request
         is refused, so that a proxy and this server never act on two different requests."""
-        request_id, method, params = message["id"], message["method"], message.get("params", {})
+        request_id = message["id"]
+        method = message["method"]
+        params = message.get("params", {})
         try:
             if not self.server.modern_version(method, params):  # no _meta: not a modern request
                 raise MCPError(INVALID_PARAMS, f"Invalid params: params._meta needs {META}"
@@ -434,8 +448,9 @@ class HTTPTransport:
                 raise HTTPError(ERROR_STATUS[e.code], e, request_id) from None
         name = params.get("name") if method == "tools/call" else None
         tool = self.server.tools.get(name) if isinstance(name, str) else None
+        schema = tool.definition["inputSchema"] if tool else None
         version = params["_meta"][META + "protocolVersion"]
-        for key, value in mirrored_headers(message, tool and tool[1]["inputSchema"], version):
+        for key, value in mirrored_headers(message, schema, version):
             problem = header_problem(headers.get(key.lower()), value)
             if problem:
                 error = MCPError(HEADER_MISMATCH, f"Header mismatch: {key} {problem}")
@@ -448,7 +463,8 @@ class HTTPTransport:
 
     async def answer(self, reader, writer, request, message, session, modern, opens_session):
         """Run the request; meanwhile notice a hang-up, and keep a quiet stream alive."""
-        request_id, in_flight = message["id"], session["in_flight"]
+        request_id = message["id"]
+        in_flight = session["in_flight"]
         sse = "event-stream" in request.headers.get("accept", "")
         if message["method"] == "subscriptions/listen" and not sse:
             raise HTTPError(400, "subscriptions/listen needs Accept: text/event-stream", request_id)
@@ -500,7 +516,8 @@ class HTTPTransport:
         """GET, legacy: the session's own stream, for what the server sends outside a call
         (change notifications); or, with Last-Event-ID, the stream that event was on, resumed
         after it (SEP-1699): the events missed first, none twice, then the rest as they come."""
-        session, last = self.legacy_session(request), request.headers.get("last-event-id")
+        session = self.legacy_session(request)
+        last = request.headers.get("last-event-id")
         stream_id, _, number = (last or "").rpartition("-")
         stream = session.get("stream")  # the GET stream is always known; other streams may go
         streams = {**session.get("streams", {}), **({stream.stream_id: stream} if stream else {})}
@@ -509,10 +526,11 @@ class HTTPTransport:
         if last is None and not session.get("stream"):
             session["stream"] = Answer(writer, self.write_timeout, True, session, True)
         answer = streams[stream_id] if last is not None else session["stream"]
-        answer.writer, answer.streaming = writer, False
+        answer.writer = writer
+        answer.streaming = False
         await answer.send(b"".join(event for n, event in answer.events if n > int(number or 0)))
-        hang_up, ended = (asyncio.ensure_future(reader.read(1)),
-                          asyncio.ensure_future(answer.ended.wait()))
+        hang_up = asyncio.ensure_future(reader.read(1))
+        ended = asyncio.ensure_future(answer.ended.wait())
         try:
             while not (hang_up.done() or ended.done()):
                 done, _ = await asyncio.wait({hang_up, ended}, timeout=KEEPALIVE_INTERVAL,
@@ -534,10 +552,17 @@ class Answer:
     reconnects with Last-Event-ID (HTTPTransport.follow); a GET stream is one too."""
 
     def __init__(self, writer, write_timeout, sse, session=None, resumable=False):
-        self.writer, self.write_timeout, self.sse = writer, write_timeout, sse
-        self.headers, self.streaming, self.behind_since = {}, False, None
-        self.session, self.stream_id, self.ended = session, secrets.token_hex(8), asyncio.Event()
-        self.sent, self.kept = 0, 0  # events numbered so far; bytes of those kept
+        self.writer = writer
+        self.write_timeout = write_timeout
+        self.sse = sse  # the client accepts text/event-stream
+        self.headers = {}  # of the response, sent with its first byte
+        self.streaming = False  # the SSE stream's head is sent
+        self.behind_since = None  # when the peer began to leave MAX_BACKLOG unread
+        self.session = session
+        self.stream_id = secrets.token_hex(8)
+        self.ended = asyncio.Event()  # the stream is over: a GET that follows it ends
+        self.sent = 0  # events numbered so far
+        self.kept = 0  # bytes of the events kept
         self.events = collections.deque() if resumable else None  # (number, event), kept
 
     def notify(self, message):
@@ -643,7 +668,8 @@ def mirrored_arguments(schema, arguments):
 
 def mirrored_headers(message, schema, version):
     """(name, value) for each header a 2026-07-28 request carries as a copy of its body."""
-    method, params = message["method"], message.get("params", {})
+    method = message["method"]
+    params = message.get("params", {})
     yield from (("MCP-Protocol-Version", version), ("Mcp-Method", method))
     if params.get(NAMED_BY.get(method)) is not None:
         yield "Mcp-Name", params[NAMED_BY[method]]

@@ -577,7 +577,8 @@ def describe_documents(manifest):
     index was built with; generic words for no index (or one from before those options)."""
     index = {"name": "the index", "description": "the documents it was built from", **manifest}
     server.instructions = server.instructions.format(index=index)
-    definitions = [tool[1] for tool in server.tools.values()] + [server.prompts["ask"].definition]
+    definitions = [tool.definition for tool in server.tools.values()]
+    definitions.append(server.registries["prompts"]["ask"].definition)
     for definition in definitions:
         definition["description"] = definition["description"].format(index=index)
 
