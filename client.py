@@ -53,7 +53,8 @@ CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notifi
 EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
                      "resourcesListChanged": True}  # a subscriptions/listen filter
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # a listen stream's first message
-LISTEN_RETRY, MAX_LISTEN_RETRY = 0.5, 30.0  # seconds before a dropped listen stream is re-opened
+LISTEN_RETRY = 0.5  # seconds before a dropped listen stream is re-opened, at first
+MAX_LISTEN_RETRY = 30.0  # and at most, after the wait has doubled each time
 
 
 class Client:
@@ -519,7 +520,8 @@ def as_list(value):
 # === The client over Streamable HTTP (mcp_http.py has the server side) ===
 
 RESUME_TRIES = 5  # GETs that resume one request's SSE stream, at most
-RETRY_MS, MAX_RETRY_MS = 1000, 10_000  # the wait before each: when the server names none; at most
+RETRY_MS = 1000  # the wait before each, when the server names none
+MAX_RETRY_MS = 10_000  # the longest wait, whatever the server names
 
 
 class HTTPClient(Client):
@@ -540,7 +542,9 @@ class HTTPClient(Client):
             raise ValueError(f"{url!r} is not a URL ({e})") from None
         if self.url.scheme not in ("http", "https") or not self.url.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        self.session_id, self.posts, self.tool_schemas = None, {}, {}
+        self.session_id = None  # a legacy session's, from initialize's answer
+        self.posts = {}  # request id -> the task that POSTs it (and reads its reply)
+        self.tool_schemas = {}  # tool name -> inputSchema: which arguments travel as headers
         self.session_lock = asyncio.Lock()
 
     async def start(self):
@@ -615,8 +619,11 @@ class HTTPClient(Client):
         delay, then asks for the rest with a GET and Last-Event-ID, RESUME_TRIES times at most.
         (2026-07-28 streams are not resumable.)"""
         request_id = message.get("id") if "method" in message else None  # None: not a request
-        session_id, stream = self.session_id, {}  # stream: how far its SSE events have got
-        method, headers, body = "POST", self.headers_for(message), encode(message)
+        session_id = self.session_id
+        stream = {}  # how far its SSE events have got: the last event id, the retry delay
+        method = "POST"
+        headers = self.headers_for(message)
+        body = encode(message)
         try:
             for _ in range(1 + RESUME_TRIES):
                 reader, writer, status, got = await self.send_http(method, headers, body)
@@ -631,7 +638,8 @@ class HTTPClient(Client):
                 if self.era != "legacy" or "id" not in stream:  # fails it now, not at its timeout
                     raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
                 await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
-                method, body = "GET", b""
+                method = "GET"
+                body = b""
                 headers = {**self.headers_for({}), "Last-Event-ID": stream["id"]}
             raise ConnectionError(f"request {request_id}: its SSE stream ended {1 + RESUME_TRIES} "
                                   "times before the answer; the client stopped resuming it")
@@ -676,7 +684,9 @@ class HTTPClient(Client):
         to on_message. Each time it ends it is opened again, after its retry delay and with
         Last-Event-ID, until RESUME_TRIES opens in a row bring no message. It stops at any status
         but 200 (405: the server has none), for a new session, and with the client."""
-        session, stream, quiet = self.session_id, {}, 0
+        session = self.session_id
+        stream = {}  # how far its SSE events have got
+        quiet = 0  # openings in a row that brought no message
         while quiet < RESUME_TRIES and self.session_id == session:
             quiet += 1
             resume = {"Last-Event-ID": stream["id"]} if "id" in stream else {}
@@ -712,7 +722,8 @@ class HTTPClient(Client):
         saw the 404."""
         async with self.session_lock:
             if self.session_id == ended:
-                self.session_id, self.legacy = None, True  # the server is legacy: skip the probe
+                self.session_id = None
+                self.legacy = True  # the server is legacy: skip the probe
                 await self.connect()
 
     def receive(self, data, request_id, status):
@@ -742,10 +753,13 @@ def bad_header_annotation(tool):
     """True, with a line on stderr saying why, if an x-mcp-header annotation of the tool breaks
     the spec's rules (2026-07-28, Custom Headers): each is a header name, on a string, integer or
     boolean property reached through "properties" keys alone, and unique ignoring case."""
-    names, schemas, problem = [], [as_dict(tool.get("inputSchema"))], None
+    names = []
+    schemas = [as_dict(tool.get("inputSchema"))]  # still to look into
+    problem = None
     while schemas and not problem:
         for prop in map(as_dict, as_dict(schemas.pop().get("properties")).values()):
-            name, kind = prop.get("x-mcp-header"), prop.get("type")
+            name = prop.get("x-mcp-header")
+            kind = prop.get("type")
             if name is not None and not (isinstance(name, str) and HEADER_NAME.fullmatch(name)):
                 problem = f"x-mcp-header {name!r} is not an HTTP header name"
             elif name is not None and kind not in ("string", "integer", "boolean"):
@@ -775,7 +789,8 @@ async def http_request(reader, writer, url, method, headers, body=b""):
         try:
             status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, mcp_http.HTTPError):
-            status_line, got = "", {}  # it closed, or sent something else than an HTTP head
+            status_line = ""  # it closed, or sent something else than an HTTP head
+            got = {}
         status = status_line.partition(" ")[2][:3]
         if not (status_line.startswith("HTTP/") and status.isdigit()):
             raise ConnectionError(f"{url.geturl()} did not answer as an MCP server "
@@ -806,7 +821,8 @@ async def reply_messages(reader, headers, limit, stream):
     last event id and retry delay (ms) an SSE stream sends go into `stream`, for resuming it.
     None may pass `limit` bytes: an endless body fails instead of filling memory."""
     sse = headers.get("content-type", "").startswith("text/event-stream")
-    rest, data = b"", []
+    rest = b""  # the start of a line still to come
+    data = []  # the data lines of the event so far
     async for piece in body_pieces(reader, headers, limit):
         *lines, rest = (rest + piece).split(b"\n") if sse else [rest + piece]  # JSON: one message
         for line in lines:
@@ -981,11 +997,13 @@ def main(argv=None):
     python_note = None
     if args.url is not None:
         try:
-            client, label = HTTPClient(args.url, **options), f"reach {args.url}"
+            client = HTTPClient(args.url, **options)
+            label = f"reach {args.url}"
         except ValueError as e:  # HTTPClient checks the URL
             parser.error(f"--url {e}; e.g. http://127.0.0.1:8000/mcp")
     elif args.server:
-        client, label = Client(args.server, **options), f"start `{' '.join(args.server)}`"
+        client = Client(args.server, **options)
+        label = f"start `{' '.join(args.server)}`"
     elif not (Path(args.index) / "manifest.json").is_file():  # say so before starting server.py
         build = ("make index" if args.index == "index"  # make index builds index/ alone
                  else f"python index_build.py --docs DOCS --index {args.index}")
@@ -1031,7 +1049,8 @@ def search_arguments(tools, question, top_k):
 def describe_arguments(input_schema):
     """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema; a type
     that is a list, an anyOf, or an enum: 'string | null', 'one of "a", "b"'."""
-    required, parts = as_list(input_schema.get("required")), []
+    required = as_list(input_schema.get("required"))
+    parts = []
     for name, schema in as_dict(input_schema.get("properties")).items():
         schema = as_dict(schema)
         types = schema.get("type") or [as_dict(option).get("type", "?")
