@@ -311,7 +311,7 @@ class Client:
         params = as_dict(message.get("params"))
         if not isinstance(method, str):
             self.receive_answer(message)
-        elif valid_id(message.get("id")):  # 1e400 could not be echoed
+        elif valid_id(message.get("id")):  # a request (an id such as 1e400 could not be echoed)
             self.spawn(self.answer(message))
         elif method == "notifications/progress":
             self.receive_progress(params)
@@ -416,7 +416,8 @@ class Client:
         """The readers end with the server's stdout and stderr, once it has exited; the stdout
         reader may be failing requests right now. A child the server left running may hold them
         open for good: then, after 2 s, the readers are stopped and our ends of the pipes
-        closed, or asyncio would complain at exit that they are still open."""
+        closed, or asyncio would complain at exit that they are still open. The client's own
+        tasks (answers to the server, the listen stream) are stopped with them."""
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
         for task in (self.reader_task, self.stderr_task, *self.tasks):
             task.cancel()
