@@ -53,7 +53,8 @@ CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notifi
 EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
                      "resourcesListChanged": True}  # a subscriptions/listen filter
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # a listen stream's first message
-LISTEN_RETRY, MAX_LISTEN_RETRY = 0.5, 30.0  # seconds before a dropped listen stream is re-opened
+LISTEN_RETRY = 0.5  # seconds before a dropped listen stream is re-opened, at first
+MAX_LISTEN_RETRY = 30.0  # and at most, after the wait has doubled each time
 
 
 class Client:
@@ -75,22 +76,47 @@ class Client:
     resources; method is the full name, as "notifications/resources/updated".
     Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
     (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
+
+    The class reads core first: start the server, connect in either era, request, tools, what
+    the server sends, what a dying server leaves, close. Its features come after: answering the
+    server's questions, hearing of changes, then resources, prompts and completion.
     """
+
+    # === The core: start, connect, request, tools, close ===
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
                  legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None,
                  on_notification=None):
-        self.command, self.env, self.cwd, self.trace = command, env, cwd, trace
-        self.timeout, self.probe_timeout, self.legacy = timeout, probe_timeout, legacy
-        self.max_message_bytes, self.ids = max_message_bytes, itertools.count(1)
-        self.protocol_version = self.era = self.failure = None
-        self.server_info, self.capabilities = {}, {}
-        self.pending, self.progress_handlers, self.stderr_tail = {}, {}, []
+        self.command = command
+        self.env = env
+        self.cwd = cwd
+        self.trace = trace
+        self.timeout = timeout  # seconds for each request's answer, unless it names its own
+        self.probe_timeout = probe_timeout  # for server/discover: a legacy server may be silent
+        self.legacy = legacy  # True: skip the probe, open with initialize
+        self.max_message_bytes = max_message_bytes
         self.client_info = {"name": "mcp-min", "version": "0.1.0"}
-        self.on_elicit, self.tasks = on_elicit, set()  # tasks: answers to the server, its streams
+        # What connect() learns about the server
+        self.era = None  # "modern" (2026-07-28) or "legacy" (the initialize handshake)
+        self.protocol_version = None
+        self.capabilities = {}
+        self.server_info = {}
+        # Requests on their way, and why none can be sent any more
+        self.ids = itertools.count(1)
+        self.pending = {}  # request id -> the future its answer completes
+        self.progress_handlers = {}  # request id -> its on_progress
+        self.failure = None  # set once the server is gone or broken: every request fails with it
+        self.stderr_tail = []  # the server's last lines on stderr, for the error that says so
+        self.tasks = set()  # answers to the server, the listen stream: close() ends them
+        # Answering the server's questions
+        self.on_elicit = on_elicit
         self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
-        self.on_notification, self.subscriptions = on_notification, set()  # the URIs subscribed to
-        self.listening = self.listen_id = self.acknowledged = None  # the 2026-07-28 listen stream
+        # Hearing of changes
+        self.on_notification = on_notification
+        self.subscriptions = set()  # the URIs subscribed to
+        self.listening = None  # the task that holds the 2026-07-28 listen stream
+        self.listen_id = None  # its request's id: what it carries is tagged with it
+        self.acknowledged = None  # a future: the filter the server acknowledged
 
     async def __aenter__(self):
         await self.start()
@@ -125,7 +151,8 @@ class Client:
         Silence, an error a legacy server gives, an answer that is not MCP, or a result with no
         usable supportedVersions (lenient legacy servers answer {} to any method) mean a legacy
         server: the initialize handshake. legacy=True skips the probe, as legacy-era hosts do."""
-        self.era, self.protocol_version = "modern", MODERN_VERSIONS[-1]
+        self.era = "modern"
+        self.protocol_version = MODERN_VERSIONS[-1]
         if not self.legacy and await self.discover():
             return
         self.era = "legacy"
@@ -140,8 +167,7 @@ class Client:
             raise
         self.protocol_version = result.get("protocolVersion")
         if self.protocol_version not in LEGACY_VERSIONS:
-            offered = f"the server offers protocol {self.protocol_version!r}"
-            raise MCPError(UNSUPPORTED_VERSION, f"{offered}; we speak {OUR_VERSIONS}")
+            raise unsupported(f"the server offers protocol {self.protocol_version!r}")
         self.capabilities = as_dict(result.get("capabilities"))
         self.server_info = as_dict(result.get("serverInfo"))
         await self.notify("notifications/initialized")
@@ -155,116 +181,48 @@ class Client:
         except MCPError as e:
             if e.code != UNSUPPORTED_VERSION:  # an error a legacy server gives
                 return False
-            found = {"refused": as_dict(e.data).get("supported")}
+            supported = as_list(as_dict(e.data).get("supported"))
+            ours = [version for version in MODERN_VERSIONS if version in supported]
+            if not ours or not retry:
+                raise unsupported(f"the server speaks {supported}") from None
+            self.protocol_version = ours[-1]
+            return await self.discover(timeout, retry=False)
         except (TimeoutError, ConnectionError):  # silence, or an answer that is not MCP
             return False
-        offered = as_list(found.get("supportedVersions", found.get("refused")))
-        common = [version for version in MODERN_VERSIONS if version in offered]
-        if common and "refused" in found and retry:
-            self.protocol_version = common[-1]
-            return await self.discover(timeout, retry=False)
-        if common and "refused" not in found:
-            self.protocol_version = common[-1]
+        offered = as_list(found.get("supportedVersions"))
+        ours = [version for version in MODERN_VERSIONS if version in offered]
+        if ours:
+            self.protocol_version = ours[-1]
             self.capabilities = as_dict(found.get("capabilities"))
             self.server_info = as_dict(as_dict(found.get("_meta")).get(META + "serverInfo"))
             return True
         newer = [v for v in offered if isinstance(v, str) and v > LEGACY_VERSIONS[-1]]  # dates
-        if "refused" in found or newer and not any(v in LEGACY_VERSIONS for v in offered):
-            theirs = f"the server speaks {offered}"
-            raise MCPError(UNSUPPORTED_VERSION, f"{theirs}; we speak {OUR_VERSIONS}")
+        if newer and not any(v in LEGACY_VERSIONS for v in offered):
+            raise unsupported(f"the server speaks {offered}")
         return False
-
-    # --- What the server offers (spec: server/tools, server/resources, server/prompts) ---
-
-    async def list_tools(self):
-        """Every tool, following pagination: a list of tool dicts exactly as on the wire."""
-        return await self.list_all("tools/list", "tools")
-
-    async def list_resources(self):
-        """Every resource: dicts with uri, name, and maybe title, description, mimeType, size."""
-        return await self.list_all("resources/list", "resources")
-
-    async def list_resource_templates(self):
-        """Every resource template: dicts with uriTemplate (RFC 6570: docs:///{name}), name."""
-        return await self.list_all("resources/templates/list", "resourceTemplates")
-
-    async def list_prompts(self):
-        """Every prompt: dicts with name, description, arguments [{name, description, required}]."""
-        return await self.list_all("prompts/list", "prompts")
-
-    async def list_all(self, method, key):
-        """The items of every page of a list (spec: utilities/pagination). nextCursor is followed
-        until it ends or repeats: no page is asked for twice, and MAX_PAGES at most."""
-        items, cursors = [], [None]
-        while len(cursors) <= MAX_PAGES:
-            page = await self.request(method, {"cursor": cursors[-1]} if cursors[-1] else {})
-            items += [item for item in as_list(page.get(key)) if isinstance(item, dict)]
-            if not page.get("nextCursor") or page["nextCursor"] in cursors:
-                return items
-            cursors.append(page["nextCursor"])
-        raise ConnectionError(f"{method}: more than {MAX_PAGES} pages; the server is broken")
-
-    async def read_resource(self, uri):
-        """{"contents": [{"uri", "mimeType", and "text" or "blob" (base64)}, ...]}."""
-        return await self.request("resources/read", {"uri": uri})
-
-    async def get_prompt(self, name, arguments=None):
-        """{"messages": [{"role", "content"}, ...]}; argument values are strings."""
-        return await self.request("prompts/get", {"name": name, "arguments": arguments or {}})
-
-    async def complete(self, ref, argument_name, value, context_arguments=None):
-        """Suggested values for one argument (spec: utilities/completion): {"completion":
-        {"values": [...], "total", "hasMore"}}. ref says whose argument it is, as on the wire:
-        {"type": "ref/prompt", "name": "greet"}, or {"type": "ref/resource", "uri":
-        "docs:///{name}"} for a variable of a resource template. context_arguments: the values
-        already chosen for its other arguments."""
-        params = {"ref": ref, "argument": {"name": argument_name, "value": value}}
-        if context_arguments:
-            params["context"] = {"arguments": context_arguments}
-        return await self.request("completion/complete", params)
 
     # --- Requests and their answers ---
 
-    async def call_tool(self, name, arguments=None, timeout=None, on_progress=None):
-        """The CallToolResult dict. on_progress(progress, total, message) sees progress."""
-        params = {"name": name, "arguments": arguments or {}}
-        return await self.request("tools/call", params, timeout, on_progress)
-
-    async def request(self, method, params=None, timeout=None, on_progress=None):
-        """Send a request and wait for its result (a dict). A result of resultType input_required
-        (2026-07-28, SEP-2322: tools/call, prompts/get, resources/read) is not one yet: each of its
-        inputRequests goes to on_elicit, then the same request goes again under a new id, with
-        inputResponses and the requestState exactly as given. A result with requestState only
-        is asked for again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
-        retry = {}  # what the last round asked to have sent back
-        for round_number in range(MAX_INPUT_ROUNDS):
-            result = await self.send_request(method, {**(params or {}), **retry}, timeout,
-                                             on_progress)
-            if result.get("resultType") != "input_required":
-                return result
-            retry = {"requestState": result["requestState"]} if "requestState" in result else {}
-            if asked := as_dict(result.get("inputRequests")):
-                retry["inputResponses"] = {key: await self.elicit(as_dict(question))
-                                           for key, question in asked.items()}
-            else:  # come back later: after 0.1 s, 0.2 s, ... 5 s at most
-                await asyncio.sleep(min(0.1 * 2 ** round_number, 5.0))
-        raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
-                                       f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
-
-    async def send_request(self, method, params, timeout=None, on_progress=None, request_id=None):
-        """Send one request under a new id (or request_id) and wait for its answer."""
+    async def request(self, method, params=None, timeout=None, on_progress=None, request_id=None):
+        """Send one request under a new id (or request_id) and wait for its result (a dict). In
+        2026-07-28 its _meta says which protocol it speaks and who asks. A result of resultType
+        input_required comes back as it is: request_with_input, below, answers it."""
         if self.failure:
             raise ConnectionError(self.failure)
-        request_id, params = request_id or next(self.ids), dict(params)
+        request_id = request_id or next(self.ids)
+        params = dict(params or {})
         meta = dict(params.get("_meta", {}))
         if self.era == "modern":  # every modern request says which protocol it speaks, and who asks
             meta.update({META + "protocolVersion": self.protocol_version,
                          META + "clientCapabilities": self.client_capabilities,
                          META + "clientInfo": self.client_info})
         if on_progress:
-            meta["progressToken"], self.progress_handlers[request_id] = request_id, on_progress
-        params.update({"_meta": meta} if meta else {})
-        future = self.pending[request_id] = asyncio.get_running_loop().create_future()
+            meta["progressToken"] = request_id
+            self.progress_handlers[request_id] = on_progress
+        if meta:
+            params["_meta"] = meta
+        future = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = future
         timeout = self.timeout if timeout is None else timeout
         try:
             await self.write({"jsonrpc": "2.0", "id": request_id, "method": method,
@@ -293,6 +251,31 @@ class Client:
         except (ConnectionError, RuntimeError) as e:
             raise ConnectionError(self.failure or f"cannot write to the MCP server: {e}") from None
 
+    # --- Tools (spec: server/tools), and the pages of any list (spec: utilities/pagination) ---
+
+    async def list_tools(self):
+        """Every tool, following pagination: a list of tool dicts exactly as on the wire."""
+        return await self.list_all("tools/list", "tools")
+
+    async def call_tool(self, name, arguments=None, timeout=None, on_progress=None):
+        """The CallToolResult dict. on_progress(progress, total, message) sees progress. A
+        2026-07-28 server may ask the user first: request_with_input answers it."""
+        params = {"name": name, "arguments": arguments or {}}
+        return await self.request_with_input("tools/call", params, timeout, on_progress)
+
+    async def list_all(self, method, key):
+        """The items of every page of a list. nextCursor is followed until it ends or repeats:
+        no page is asked for twice, and MAX_PAGES at most."""
+        items = []
+        cursors = [None]
+        while len(cursors) <= MAX_PAGES:
+            page = await self.request(method, {"cursor": cursors[-1]} if cursors[-1] else {})
+            items += [item for item in as_list(page.get(key)) if isinstance(item, dict)]
+            if not page.get("nextCursor") or page["nextCursor"] in cursors:
+                return items
+            cursors.append(page["nextCursor"])
+        raise ConnectionError(f"{method}: more than {MAX_PAGES} pages; the server is broken")
+
     # --- What the server sends ---
 
     async def read_messages(self):
@@ -320,123 +303,43 @@ class Client:
         await self.fail(f"the MCP server closed its stdout and {how}")
 
     def on_message(self, message):
-        """Every message from the server comes here, on stdio and over HTTP alike. A response
-        completes the request waiting on its id, and progress goes to its handler. A request of
-        the server's own is answered by answer(), in a task of its own: a question may wait for
-        the user while other answers come in."""
-        method, request_id, params = message.get("method"), message.get("id"), message.get("params")
-        if isinstance(method, str) and valid_id(request_id):  # 1e400 could not be echoed
-            return self.spawn(self.answer(message))
-        params = as_dict(params)
-        if method == "notifications/progress" and valid_id(params.get("progressToken")):
-            handler = self.progress_handlers.get(params["progressToken"])
-            self.call_back(handler, *map(params.get, ("progress", "total", "message")))
-        # 2026-07-28: what a listen stream carries is tagged with its listen request's id
-        tag = as_dict(params.get("_meta")).get(META + "subscriptionId")
-        ours = valid_id(tag) and tag == self.listen_id
-        if str(method).endswith(CHANGES) and (ours or self.era == "legacy"):
-            self.call_back(self.on_notification, method, params)
-        if method == ACKNOWLEDGED and ours and not self.acknowledged.done():
-            self.acknowledged.set_result(as_dict(params.get("notifications")))
+        """Every message from the server comes here, on stdio and over HTTP alike, and goes on
+        by its kind: the answer to a request of ours, a request of the server's own (answered in
+        a task of its own: a question may wait for the user while other answers come in),
+        progress, or a change."""
+        method = message.get("method")
+        params = as_dict(message.get("params"))
+        if not isinstance(method, str):
+            self.receive_answer(message)
+        elif valid_id(message.get("id")):  # a request (an id such as 1e400 could not be echoed)
+            self.spawn(self.answer(message))
+        elif method == "notifications/progress":
+            self.receive_progress(params)
+        else:
+            self.receive_change(method, params)
+
+    def receive_answer(self, message):
+        """A response completes the request waiting on its id: with its result, or its error as
+        an MCPError. One that no request waits for any more is dropped."""
+        request_id = message.get("id")
         future = self.pending.get(request_id) if valid_id(request_id) else None
         if future is None or future.done():
-            return None
-        if isinstance(message.get("error"), dict):
-            future.set_exception(MCPError(*map(message["error"].get, ("code", "message", "data"))))
+            return
+        error = message.get("error")
+        if isinstance(error, dict):
+            future.set_exception(MCPError(*map(error.get, ("code", "message", "data"))))
         elif isinstance(message.get("result"), dict):
             future.set_result(message["result"])
         else:
             future.set_exception(MCPError(INTERNAL_ERROR, "a malformed answer from the server: "
                                                           f"{json.dumps(message)[:200]}"))
 
-    def spawn(self, coroutine):
-        task = asyncio.ensure_future(coroutine)
-        self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
-        task.add_done_callback(self.tasks.discard)
-        return task
-
-    async def answer(self, request):
-        """The client's reply to a request of the server's: ping is answered with {}, as the spec
-        says it MUST be, and elicitation/create by elicit(); nothing else is offered."""
-        try:
-            if request["method"] not in ("ping", "elicitation/create"):
-                raise MCPError(METHOD_NOT_FOUND, f"Method not found: {request['method']}")
-            result = await self.elicit(request) if request["method"] != "ping" else {}
-            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
-        except Exception as e:  # the callback's failure is the server's answer, never ours
-            reply = error_response(request["id"], e if isinstance(e, MCPError) else MCPError(
-                INTERNAL_ERROR, f"the client's on_elicit failed: {e!r}"))
-        with contextlib.suppress(ConnectionError):  # the server is gone: nobody to tell
-            await self.write(reply)
-
-    async def elicit(self, question):
-        """The user's answer to one elicitation/create (legacy: the server's request; 2026-07-28:
-        one of inputRequests): on_elicit(message, requestedSchema), within the client's timeout.
-        Declined without a callback, for anything but a form (URL mode is not declared), and
-        while MAX_TASKS are running: a flood of questions."""
-        params = as_dict(question.get("params"))
-        asked = (question.get("method"), params.get("mode", "form"))
-        flood = len(self.tasks) > MAX_TASKS
-        if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
-            return {"action": "decline"}
-        message, schema = str(params.get("message", "")), as_dict(params.get("requestedSchema"))
-        ask = asyncio.to_thread(self.on_elicit, message, schema)  # a sync one may block: a thread
-        answer = await asyncio.wait_for(ask, self.timeout)
-        if inspect.isawaitable(answer):  # an async callback: the thread made its coroutine
-            answer = await asyncio.wait_for(answer, self.timeout)
-        if as_dict(answer).get("action") not in ("accept", "decline", "cancel"):
-            raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
-        return answer
-
-    # --- Hearing of changes (spec: server/resources, Subscriptions; List Changed Notification;
-    #     2026-07-28: basic/patterns/subscriptions) ---
-
-    async def subscribe(self, uri, subscribed=True):
-        """Hear when the resource at uri changes (subscribed=False: no longer). Legacy:
-        resources/subscribe (or unsubscribe), its result. 2026-07-28: the listen stream is
-        opened again with uri in its filter (or not); this returns once the server has
-        acknowledged it, with the filter it agreed to."""
-        if self.era == "legacy":
-            method = "resources/subscribe" if subscribed else "resources/unsubscribe"
-            return await self.request(method, {"uri": uri})
-        (self.subscriptions.add if subscribed else self.subscriptions.discard)(uri)
-        return await self.listen()
-
-    async def unsubscribe(self, uri):
-        return await self.subscribe(uri, subscribed=False)
-
-    async def listen(self):
-        """2026-07-28: a listen stream for every list change and the URIs subscribed to, in
-        place of the one before; returns the filter the server acknowledged (the subset it
-        honours). The old stream ends before the new one opens: a change in that moment may be
-        missed. The client ends a stream with notifications/cancelled (over HTTP, a hang-up)."""
-        if not self.acknowledged or self.acknowledged.done():  # else a caller still waits on it
-            self.acknowledged = asyncio.get_running_loop().create_future()
-        old, self.listening = self.listening, self.spawn(self.keep_listening())
-        if old:  # ended before the new one starts, so self.listen_id is still the old one's
-            old.cancel()
-            with contextlib.suppress(ConnectionError):
-                await self.notify("notifications/cancelled", {"requestId": self.listen_id})
-        return await asyncio.wait_for(self.acknowledged, self.timeout)
-
-    async def keep_listening(self):
-        """The listen request (a request that stays open), sent again whenever its stream ends:
-        the server's result, an error, a drop. The wait before each doubles from LISTEN_RETRY
-        up to MAX_LISTEN_RETRY, and starts again after a stream that was acknowledged. A first
-        stream the server refuses fails listen() instead. close() ends it, as does a failure."""
-        first, delay = self.acknowledged, LISTEN_RETRY / 2
-        while not self.failure:
-            self.listen_id = next(self.ids)
-            wanted = {**EVERY_LIST_CHANGE, "resourceSubscriptions": sorted(self.subscriptions)}
-            try:
-                await self.send_request("subscriptions/listen", {"notifications": wanted},
-                                        float("inf"), request_id=self.listen_id)
-            except (MCPError, ConnectionError) as e:
-                if not first.done():
-                    return first.set_exception(e)
-            delay = LISTEN_RETRY if self.acknowledged.done() else min(delay * 2, MAX_LISTEN_RETRY)
-            await asyncio.sleep(delay)
-            self.acknowledged = asyncio.get_running_loop().create_future()
+    def receive_progress(self, params):
+        """notifications/progress goes to the on_progress of the request whose token it names."""
+        token = params.get("progressToken")
+        if valid_id(token):
+            handler = self.progress_handlers.get(token)
+            self.call_back(handler, *map(params.get, ("progress", "total", "message")))
 
     def refuse_oversized(self, head, size):
         """An answer over max_message_bytes fails only the request whose id it starts with."""
@@ -454,6 +357,15 @@ class Client:
                 callback(*args)
         except Exception as e:
             print(f"mcp_min client: a callback raised {e!r}", file=sys.stderr)
+
+    def spawn(self, coroutine):
+        """A task of the client's own (an answer to the server, the listen stream)."""
+        task = asyncio.ensure_future(coroutine)
+        self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    # --- What a dying server leaves: its exit code and the last lines of its stderr ---
 
     async def read_stderr(self):
         """The server's log, drained whatever its line lengths; its last lines are kept."""
@@ -485,8 +397,11 @@ class Client:
             await asyncio.sleep(0.02)
         return self.process.returncode
 
+    # --- Closing (spec: basic/lifecycle, Shutdown) ---
+
     async def close(self):
-        """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL."""
+        """Shutdown as the spec says: close the server's stdin, wait, then SIGTERM, then SIGKILL.
+        Then the readers stop, and every request still waiting fails."""
         if self.process.returncode is None:
             self.process.stdin.close()
             for stop in (lambda: None, self.process.terminate, self.process.kill):
@@ -494,18 +409,190 @@ class Client:
                     stop()
                     await asyncio.wait_for(self.exited(), 2.0)
                     break
-        # The reader may be failing requests right now. A child the server left running may
-        # hold its stdout or stderr open for good: then the readers are stopped here.
+        await self.stop_reading()
+        self.fail_waiting("the MCP client was closed while this request waited")  # none will answer
+
+    async def stop_reading(self):
+        """The readers end with the server's stdout and stderr, once it has exited; the stdout
+        reader may be failing requests right now. A child the server left running may hold them
+        open for good: then, after 2 s, the readers are stopped and our ends of the pipes
+        closed, or asyncio would complain at exit that they are still open. The client's own
+        tasks (answers to the server, the listen stream) are stopped with them."""
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
         for task in (self.reader_task, self.stderr_task, *self.tasks):
             task.cancel()
-        self.process._transport.close()  # our ends of its pipes: asyncio has no public way
+        # asyncio.subprocess.Process has no public method for this; its transport's close()
+        # closes our ends of the pipes (and nothing else, the server having exited).
+        self.process._transport.close()
         await asyncio.gather(self.reader_task, self.stderr_task, return_exceptions=True)
-        self.fail_waiting("the MCP client was closed while this request waited")  # none will answer
+
+    # === The features, each on top of the core ===
+    # --- Answering the server's questions (spec: client/elicitation; 2026-07-28: SEP-2322) ---
+
+    async def request_with_input(self, method, params=None, timeout=None, on_progress=None):
+        """request(), for the requests whose 2026-07-28 result may be input_required (SEP-2322:
+        tools/call, prompts/get, resources/read): such a result is not one yet. Each of its
+        inputRequests goes to on_elicit, then the same request goes again under a new id, with
+        inputResponses and the requestState exactly as given. A result with requestState only
+        is asked for again after a short wait, longer each time. MAX_INPUT_ROUNDS at most."""
+        retry = {}  # what the last round asked to have sent back
+        for round_number in range(MAX_INPUT_ROUNDS):
+            result = await self.request(method, {**(params or {}), **retry}, timeout, on_progress)
+            if result.get("resultType") != "input_required":
+                return result
+            retry = {"requestState": result["requestState"]} if "requestState" in result else {}
+            questions = as_dict(result.get("inputRequests"))
+            if questions:
+                retry["inputResponses"] = {key: await self.elicit(as_dict(question))
+                                           for key, question in questions.items()}
+            else:  # come back later: after 0.1 s, 0.2 s, ... 5 s at most
+                await asyncio.sleep(min(0.1 * 2 ** round_number, 5.0))
+        raise MCPError(INTERNAL_ERROR, f"{method}: the server still asked for input after "
+                                       f"{MAX_INPUT_ROUNDS} rounds; the client gave up")
+
+    async def answer(self, request):
+        """The client's reply to a request of the server's: ping is answered with {}, as the spec
+        says it MUST be, and elicitation/create by elicit(); nothing else is offered."""
+        try:
+            if request["method"] not in ("ping", "elicitation/create"):
+                raise MCPError(METHOD_NOT_FOUND, f"Method not found: {request['method']}")
+            result = await self.elicit(request) if request["method"] != "ping" else {}
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        except Exception as e:  # the callback's failure is the server's answer, never ours
+            reply = error_response(request["id"], e if isinstance(e, MCPError) else MCPError(
+                INTERNAL_ERROR, f"the client's on_elicit failed: {e!r}"))
+        with contextlib.suppress(ConnectionError):  # the server is gone: nobody to tell
+            await self.write(reply)
+
+    async def elicit(self, question):
+        """The user's answer to one elicitation/create (legacy: the server's request; 2026-07-28:
+        one of inputRequests): on_elicit(message, requestedSchema), within the client's timeout.
+        Declined without a callback, for anything but a form (URL mode is not declared), and
+        while MAX_TASKS are running: a flood of questions."""
+        params = as_dict(question.get("params"))
+        asked = (question.get("method"), params.get("mode", "form"))
+        flood = len(self.tasks) > MAX_TASKS
+        if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
+            return {"action": "decline"}
+        message = str(params.get("message", ""))
+        schema = as_dict(params.get("requestedSchema"))
+        ask = asyncio.to_thread(self.on_elicit, message, schema)  # a sync one may block: a thread
+        answer = await asyncio.wait_for(ask, self.timeout)
+        if inspect.isawaitable(answer):  # an async callback: the thread made its coroutine
+            answer = await asyncio.wait_for(answer, self.timeout)
+        if as_dict(answer).get("action") not in ("accept", "decline", "cancel"):
+            raise MCPError(INTERNAL_ERROR, f"on_elicit gave {answer!r:.80}, not an ElicitResult")
+        return answer
+
+    # --- Hearing of changes (spec: server/resources, Subscriptions; List Changed Notification;
+    #     2026-07-28: basic/patterns/subscriptions) ---
+
+    def receive_change(self, method, params):
+        """A notification other than progress: a change goes to on_notification, and a listen
+        stream's acknowledgement completes listen(). In 2026-07-28 only what is tagged with the
+        open listen stream's id counts; legacy changes carry no tag."""
+        tag = as_dict(params.get("_meta")).get(META + "subscriptionId")
+        ours = valid_id(tag) and tag == self.listen_id
+        if method.endswith(CHANGES) and (ours or self.era == "legacy"):
+            self.call_back(self.on_notification, method, params)
+        if method == ACKNOWLEDGED and ours and not self.acknowledged.done():
+            self.acknowledged.set_result(as_dict(params.get("notifications")))
+
+    async def subscribe(self, uri, subscribed=True):
+        """Hear when the resource at uri changes (subscribed=False: no longer). Legacy:
+        resources/subscribe (or unsubscribe), its result. 2026-07-28: the listen stream is
+        opened again with uri in its filter (or not); this returns once the server has
+        acknowledged it, with the filter it agreed to."""
+        if self.era == "legacy":
+            method = "resources/subscribe" if subscribed else "resources/unsubscribe"
+            return await self.request(method, {"uri": uri})
+        if subscribed:
+            self.subscriptions.add(uri)
+        else:
+            self.subscriptions.discard(uri)
+        return await self.listen()
+
+    async def unsubscribe(self, uri):
+        return await self.subscribe(uri, subscribed=False)
+
+    async def listen(self):
+        """2026-07-28: a listen stream for every list change and the URIs subscribed to, in
+        place of the one before; returns the filter the server acknowledged (the subset it
+        honours). The old stream ends before the new one opens: a change in that moment may be
+        missed. The client ends a stream with notifications/cancelled (over HTTP, a hang-up)."""
+        if not self.acknowledged or self.acknowledged.done():  # else a caller still waits on it
+            self.acknowledged = asyncio.get_running_loop().create_future()
+        old = self.listening
+        self.listening = self.spawn(self.keep_listening())
+        if old:  # ended before the new one starts, so self.listen_id is still the old one's
+            old.cancel()
+            with contextlib.suppress(ConnectionError):
+                await self.notify("notifications/cancelled", {"requestId": self.listen_id})
+        return await asyncio.wait_for(self.acknowledged, self.timeout)
+
+    async def keep_listening(self):
+        """The listen request (a request that stays open), sent again whenever its stream ends:
+        the server's result, an error, a drop. The wait before each doubles from LISTEN_RETRY
+        up to MAX_LISTEN_RETRY, and starts again after a stream that was acknowledged. A first
+        stream the server refuses fails listen() instead. close() ends it, as does a failure."""
+        first = self.acknowledged  # what listen() waits on
+        delay = LISTEN_RETRY / 2
+        while not self.failure:
+            self.listen_id = next(self.ids)
+            wanted = {**EVERY_LIST_CHANGE, "resourceSubscriptions": sorted(self.subscriptions)}
+            try:
+                await self.request("subscriptions/listen", {"notifications": wanted},
+                                   float("inf"), request_id=self.listen_id)
+            except (MCPError, ConnectionError) as e:
+                if not first.done():
+                    return first.set_exception(e)
+            delay = LISTEN_RETRY if self.acknowledged.done() else min(delay * 2, MAX_LISTEN_RETRY)
+            await asyncio.sleep(delay)
+            self.acknowledged = asyncio.get_running_loop().create_future()
+
+    # --- Resources, prompts and completion (spec: server/resources, server/prompts,
+    #     server/utilities/completion) ---
+
+    async def list_resources(self):
+        """Every resource: dicts with uri, name, and maybe title, description, mimeType, size."""
+        return await self.list_all("resources/list", "resources")
+
+    async def list_resource_templates(self):
+        """Every resource template: dicts with uriTemplate (RFC 6570: docs:///{name}), name."""
+        return await self.list_all("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri):
+        """{"contents": [{"uri", "mimeType", and "text" or "blob" (base64)}, ...]}."""
+        return await self.request_with_input("resources/read", {"uri": uri})
+
+    async def list_prompts(self):
+        """Every prompt: dicts with name, description, arguments [{name, description, required}]."""
+        return await self.list_all("prompts/list", "prompts")
+
+    async def get_prompt(self, name, arguments=None):
+        """{"messages": [{"role", "content"}, ...]}; argument values are strings."""
+        params = {"name": name, "arguments": arguments or {}}
+        return await self.request_with_input("prompts/get", params)
+
+    async def complete(self, ref, argument_name, value, context_arguments=None):
+        """Suggested values for one argument (spec: utilities/completion): {"completion":
+        {"values": [...], "total", "hasMore"}}. ref says whose argument it is, as on the wire:
+        {"type": "ref/prompt", "name": "greet"}, or {"type": "ref/resource", "uri":
+        "docs:///{name}"} for a variable of a resource template. context_arguments: the values
+        already chosen for its other arguments."""
+        params = {"ref": ref, "argument": {"name": argument_name, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": context_arguments}
+        return await self.request("completion/complete", params)
 
 
 # An oversized answer is skipped unread; its id is found at its start, where servers put it.
 ID_AT_START = re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d+)')
+
+
+def unsupported(theirs):
+    """The error for a server that speaks no version of ours: what it said, then what we speak."""
+    return MCPError(UNSUPPORTED_VERSION, f"{theirs}; we speak {OUR_VERSIONS}")
 
 
 def as_dict(value):  # what a well-behaved server sends as an object; {} for anything else
@@ -519,7 +606,8 @@ def as_list(value):
 # === The client over Streamable HTTP (mcp_http.py has the server side) ===
 
 RESUME_TRIES = 5  # GETs that resume one request's SSE stream, at most
-RETRY_MS, MAX_RETRY_MS = 1000, 10_000  # the wait before each: when the server names none; at most
+RETRY_MS = 1000  # the wait before each, when the server names none
+MAX_RETRY_MS = 10_000  # the longest wait, whatever the server names
 
 
 class HTTPClient(Client):
@@ -540,7 +628,9 @@ class HTTPClient(Client):
             raise ValueError(f"{url!r} is not a URL ({e})") from None
         if self.url.scheme not in ("http", "https") or not self.url.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
-        self.session_id, self.posts, self.tool_schemas = None, {}, {}
+        self.session_id = None  # a legacy session's, from initialize's answer
+        self.posts = {}  # request id -> the task that POSTs it (and reads its reply)
+        self.tool_schemas = {}  # tool name -> inputSchema: which arguments travel as headers
         self.session_lock = asyncio.Lock()
 
     async def start(self):
@@ -562,18 +652,18 @@ class HTTPClient(Client):
         self.tool_schemas = {tool.get("name"): tool.get("inputSchema", {}) for tool in tools}
         return tools
 
-    async def request(self, method, params=None, timeout=None, on_progress=None):
+    async def request(self, method, params=None, timeout=None, on_progress=None, request_id=None):
         """As Client.request. A request that timed out while a login ran was refused unread (a
         401): once the login is over, it goes again, once."""
         logins = self.auth.logins if self.auth else 0
         try:
-            return await super().request(method, params, timeout, on_progress)
+            return await super().request(method, params, timeout, on_progress, request_id)
         except TimeoutError:
             if not self.auth or self.auth.logins == logins:
                 raise
         async with self.auth.lock:  # held until the login is over
             pass
-        return await super().request(method, params, timeout, on_progress)
+        return await super().request(method, params, timeout, on_progress, request_id)
 
     async def write(self, message):
         """Each message is its own POST, in a task of its own; a request's answer completes its
@@ -615,8 +705,11 @@ class HTTPClient(Client):
         delay, then asks for the rest with a GET and Last-Event-ID, RESUME_TRIES times at most.
         (2026-07-28 streams are not resumable.)"""
         request_id = message.get("id") if "method" in message else None  # None: not a request
-        session_id, stream = self.session_id, {}  # stream: how far its SSE events have got
-        method, headers, body = "POST", self.headers_for(message), encode(message)
+        session_id = self.session_id
+        stream = {}  # how far its SSE events have got: the last event id, the retry delay
+        method = "POST"
+        headers = self.headers_for(message)
+        body = encode(message)
         try:
             for _ in range(1 + RESUME_TRIES):
                 reader, writer, status, got = await self.send_http(method, headers, body)
@@ -631,7 +724,8 @@ class HTTPClient(Client):
                 if self.era != "legacy" or "id" not in stream:  # fails it now, not at its timeout
                     raise ConnectionError(f"HTTP {status}, and no answer to request {request_id}")
                 await asyncio.sleep(min(stream.get("retry", RETRY_MS), MAX_RETRY_MS) / 1000)
-                method, body = "GET", b""
+                method = "GET"
+                body = b""
                 headers = {**self.headers_for({}), "Last-Event-ID": stream["id"]}
             raise ConnectionError(f"request {request_id}: its SSE stream ended {1 + RESUME_TRIES} "
                                   "times before the answer; the client stopped resuming it")
@@ -676,7 +770,9 @@ class HTTPClient(Client):
         to on_message. Each time it ends it is opened again, after its retry delay and with
         Last-Event-ID, until RESUME_TRIES opens in a row bring no message. It stops at any status
         but 200 (405: the server has none), for a new session, and with the client."""
-        session, stream, quiet = self.session_id, {}, 0
+        session = self.session_id
+        stream = {}  # how far its SSE events have got
+        quiet = 0  # openings in a row that brought no message
         while quiet < RESUME_TRIES and self.session_id == session:
             quiet += 1
             resume = {"Last-Event-ID": stream["id"]} if "id" in stream else {}
@@ -712,7 +808,8 @@ class HTTPClient(Client):
         saw the 404."""
         async with self.session_lock:
             if self.session_id == ended:
-                self.session_id, self.legacy = None, True  # the server is legacy: skip the probe
+                self.session_id = None
+                self.legacy = True  # the server is legacy: skip the probe
                 await self.connect()
 
     def receive(self, data, request_id, status):
@@ -742,10 +839,13 @@ def bad_header_annotation(tool):
     """True, with a line on stderr saying why, if an x-mcp-header annotation of the tool breaks
     the spec's rules (2026-07-28, Custom Headers): each is a header name, on a string, integer or
     boolean property reached through "properties" keys alone, and unique ignoring case."""
-    names, schemas, problem = [], [as_dict(tool.get("inputSchema"))], None
+    names = []
+    schemas = [as_dict(tool.get("inputSchema"))]  # still to look into
+    problem = None
     while schemas and not problem:
         for prop in map(as_dict, as_dict(schemas.pop().get("properties")).values()):
-            name, kind = prop.get("x-mcp-header"), prop.get("type")
+            name = prop.get("x-mcp-header")
+            kind = prop.get("type")
             if name is not None and not (isinstance(name, str) and HEADER_NAME.fullmatch(name)):
                 problem = f"x-mcp-header {name!r} is not an HTTP header name"
             elif name is not None and kind not in ("string", "integer", "boolean"):
@@ -775,7 +875,8 @@ async def http_request(reader, writer, url, method, headers, body=b""):
         try:
             status_line, got = mcp_http.parse_head(await reader.readuntil(b"\r\n\r\n"))
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, mcp_http.HTTPError):
-            status_line, got = "", {}  # it closed, or sent something else than an HTTP head
+            status_line = ""  # it closed, or sent something else than an HTTP head
+            got = {}
         status = status_line.partition(" ")[2][:3]
         if not (status_line.startswith("HTTP/") and status.isdigit()):
             raise ConnectionError(f"{url.geturl()} did not answer as an MCP server "
@@ -806,7 +907,8 @@ async def reply_messages(reader, headers, limit, stream):
     last event id and retry delay (ms) an SSE stream sends go into `stream`, for resuming it.
     None may pass `limit` bytes: an endless body fails instead of filling memory."""
     sse = headers.get("content-type", "").startswith("text/event-stream")
-    rest, data = b"", []
+    rest = b""  # the start of a line still to come
+    data = []  # the data lines of the event so far
     async for piece in body_pieces(reader, headers, limit):
         *lines, rest = (rest + piece).split(b"\n") if sse else [rest + piece]  # JSON: one message
         for line in lines:
@@ -981,11 +1083,13 @@ def main(argv=None):
     python_note = None
     if args.url is not None:
         try:
-            client, label = HTTPClient(args.url, **options), f"reach {args.url}"
+            client = HTTPClient(args.url, **options)
+            label = f"reach {args.url}"
         except ValueError as e:  # HTTPClient checks the URL
             parser.error(f"--url {e}; e.g. http://127.0.0.1:8000/mcp")
     elif args.server:
-        client, label = Client(args.server, **options), f"start `{' '.join(args.server)}`"
+        client = Client(args.server, **options)
+        label = f"start `{' '.join(args.server)}`"
     elif not (Path(args.index) / "manifest.json").is_file():  # say so before starting server.py
         build = ("make index" if args.index == "index"  # make index builds index/ alone
                  else f"python index_build.py --docs DOCS --index {args.index}")
@@ -1031,7 +1135,8 @@ def search_arguments(tools, question, top_k):
 def describe_arguments(input_schema):
     """'query (string, required), top_k (integer, default 5)' from a tool's inputSchema; a type
     that is a list, an anyOf, or an enum: 'string | null', 'one of "a", "b"'."""
-    required, parts = as_list(input_schema.get("required")), []
+    required = as_list(input_schema.get("required"))
+    parts = []
     for name, schema in as_dict(input_schema.get("properties")).items():
         schema = as_dict(schema)
         types = schema.get("type") or [as_dict(option).get("type", "?")

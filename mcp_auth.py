@@ -56,7 +56,9 @@ class ResourceServer:
     scopes: the ones every request needs (a token without them gets 403 insufficient_scope)."""
 
     def __init__(self, check, resource, authorization_servers=(), scopes=()):
-        self.check, self.resource, self.scopes = check, checked_url(resource, "resource"), [*scopes]
+        self.check = check
+        self.resource = checked_url(resource, "resource")
+        self.scopes = [*scopes]
         self.authorization_servers = [checked_url(url, "authorization server URL")
                                       for url in authorization_servers]
         if not all(isinstance(each, str) and SCOPE_TOKEN.fullmatch(each) for each in self.scopes):
@@ -167,7 +169,8 @@ def token_file_check(path, scopes=()):
         raise ValueError(f"the token file {path} holds no token, or is over 1 MiB")
 
     def check(token):
-        given, found = token.encode(), None
+        given = token.encode()
+        found = None
         for known in tokens:  # no early exit: the time spent never depends on which one matched
             if hmac.compare_digest(known, given):
                 found = known
@@ -215,7 +218,9 @@ def introspection_check(url, resource, client_id=None, client_secret=None,
 def introspected_identity(answer, resource):
     """RFC 7662, 2.2: an answer -> the identity, or None: not active, for another audience, or
     with no subject to bind a session to."""
-    audience, scope, expires_at = answer.get("aud"), answer.get("scope"), answer.get("exp")
+    audience = answer.get("aud")
+    scope = answer.get("scope")
+    expires_at = answer.get("exp")
     subject = answer.get("sub", answer.get("client_id"))
     for_us = resource in (audience if isinstance(audience, list) else [audience])
     if answer.get("active") is not True or not for_us or not isinstance(subject, str):
@@ -308,7 +313,8 @@ def resource_metadata(server_url, header_url):
 def check_resource(resource, server_url):
     """RFC 9728 §3.3: the metadata must be about this server: the resource it names is the
     server's URL, or a prefix of it on a path boundary."""
-    ours, theirs = urllib.parse.urlsplit(server_url), urllib.parse.urlsplit(str(resource))
+    ours = urllib.parse.urlsplit(server_url)
+    theirs = urllib.parse.urlsplit(str(resource))
     if (ours.scheme, ours.netloc.lower()) != (theirs.scheme, theirs.netloc.lower()) or \
             not (ours.path.rstrip("/") + "/").startswith(theirs.path.rstrip("/") + "/"):
         raise AuthError(f"the metadata is for {str(resource)[:200]!r}, not {server_url!r}")
@@ -357,7 +363,8 @@ def browser_login(url, redirect_uri, timeout=LOGIN_TIMEOUT):
     # In a thread of its own: a terminal browser (BROWSER=lynx) may not return before the
     # redirect has been served.
     threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    server.timeout, deadline = 1, time.monotonic() + timeout
+    server.timeout = 1  # handle_request() returns each second, so the deadline is seen
+    deadline = time.monotonic() + timeout
     with server:
         while not landed and time.monotonic() < deadline:
             server.handle_request()
@@ -381,7 +388,8 @@ class OAuthClient:
     def __init__(self, on_authorize=None, clients=None, client_metadata_url=None,
                  redirect_uri=DEFAULT_REDIRECT_URI, token_file=None, log=None):
         self.on_authorize = on_authorize or browser_login
-        self.client_metadata_url, self.redirect_uri = client_metadata_url, redirect_uri
+        self.client_metadata_url = client_metadata_url
+        self.redirect_uri = redirect_uri
         self.token_file = token_file
         self.log = log or (lambda text: print(f"mcp_auth: {text}", file=sys.stderr))
         self.store = {}  # issuer -> {"metadata", "client", "tokens": {resource: token}}
@@ -393,7 +401,9 @@ class OAuthClient:
                 self.log(f"ignoring {token_file}: {type(e).__name__}")
         for issuer, credentials in (clients or {}).items():
             self.store.setdefault(issuer, {})["client"] = dict(credentials)
-        self.issuer = self.resource = self.failure = None  # where the current token is from
+        self.issuer = None  # where the current token is from: this issuer, for this resource
+        self.resource = None
+        self.failure = None  # why the login failed: every later request fails with it
         self.scopes = set()  # asked for so far, for this resource; a step-up adds to them
         self.lock = asyncio.Lock()  # one login at a time, however many requests saw the 401
         self.logins = 0  # begun so far
@@ -445,8 +455,10 @@ class OAuthClient:
             if not issuer:
                 raise AuthError("the server's metadata names no authorization server")
         else:  # a 2025-03-26 server: its own origin is the authorization server
-            resource, (issuer, _) = server_url, origin_and_path(server_url)
-        self.issuer, self.resource = issuer, resource
+            resource = server_url
+            issuer = origin_and_path(server_url)[0]
+        self.issuer = issuer
+        self.resource = resource
         if status == 401 and self.refresh(issuer, resource):
             return
         metadata = server_metadata(issuer)
@@ -531,7 +543,8 @@ class OAuthClient:
     def token_request(self, issuer, resource, form):
         """The token endpoint, with this client's authentication method; keeps what it gives."""
         entry = self.store[issuer]
-        client, metadata = entry.get("client") or {}, entry.get("metadata") or {}
+        client = entry.get("client") or {}
+        metadata = entry.get("metadata") or {}
         # The method the registration named; else, with a secret, client_secret_basic (RFC 8414's
         # default) unless the server names others only (then client_secret_post); else none.
         basic = "client_secret_basic"
