@@ -183,11 +183,21 @@ def get_document(name: str, ctx: Context) -> str:
     # Not an exact name, but close to some: a client that can ask its user asks which was meant.
     # Only then is difflib run: it compares the name with every indexed one (0.8 s at 10,000).
     can_ask = name not in files and "elicitation" in ctx.capabilities
-    close = difflib.get_close_matches(name, files, n=5) if can_ask else []
+    close = near_names(name, files) if can_ask else []
     if close:
         form = {"type": "object", "properties": {"name": {"type": "string", "enum": close}}}
         name = ctx.elicit_sync("Which one did you mean?", form).get("content", {}).get("name", name)
     return read_document(name)
+
+
+def near_names(name, files):
+    """Up to 5 indexed names close to `name`, closest first, compared without regard to case
+    ("FAQ.txt": faq.txt); names that differ only in case come together."""
+    folded = {}
+    for known in files:
+        folded.setdefault(known.casefold(), []).append(known)
+    matches = difflib.get_close_matches(name.casefold(), folded, n=5)
+    return [known for match in matches for known in folded[match]][:5]
 
 
 def read_document(name):
