@@ -411,9 +411,9 @@ class Library:
 
     def announce(self, files):
         """Tell clients how an index's files differ from those of the index announced before
-        it (the one served at startup, then each one announced): by their sha256, so the same
-        whether this server, another server.py or `make index` built it. Called by the watcher
-        only; the first call (no main(), no index before) only notes the files."""
+        (at first the one main() served: none if there was none), by their sha256: the same
+        whoever built it, this server, another server.py or `make index`. Called by the
+        watcher only. A Library that main() did not start notes the first files it sees."""
         served = self.served
         self.served = files
         if served is None or served is files:
@@ -422,17 +422,18 @@ class Library:
                    if name in served and files[name]["sha256"] != served[name]["sha256"]]
         added = [name for name in files if name not in served]
         removed = [name for name in served if name not in files]
-        if changed or added or removed:
-            log(f"new index: changed {changed}, added {added}, removed {removed}"[:500])
+        if not (changed or added or removed):  # a build that changed nothing, a rebuild seen again
+            return
+        log(f"new index: changed {changed}, added {added}, removed {removed}"[:500])
         documents_changed(changed, added, removed)
 
 
 def documents_changed(changed, added, removed):
-    """Called once for each new index (Library.announce), whoever built it, with the names of
-    the documents changed, added and removed since the one before: the one place to tell
-    clients about it. Clients that subscribed to a document's docs:/// resource hear that it
-    changed (or went), and every client hears that the list changed when names came or went
-    (spec: resources)."""
+    """Called once for each new index that differs from the one before (Library.announce),
+    whoever built it, with the names of the documents changed, added and removed: the one
+    place to tell clients about it. Clients that subscribed to a document's docs:/// resource
+    hear that it changed (or went), and every client hears that the list changed when names
+    came or went (spec: resources)."""
     for name in [*changed, *removed]:
         server.resource_updated(document_uri(name))
     if added or removed:

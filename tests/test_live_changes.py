@@ -13,6 +13,7 @@ import asyncio, json, os, queue, shutil, subprocess, sys, threading, warnings
 import mcp
 
 import index_build
+import server as server_module
 from conftest import DOCS, ROOT, server_command, server_py_over_http
 
 META = "io.modelcontextprotocol/"
@@ -176,3 +177,31 @@ def test_servers_that_never_rebuild_hear_an_index_build_run_beside_them(tmp_path
                                text=True, timeout=WAIT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         assert built.returncode == 0, built.stderr
     hear_on_both_servers(index_dir, make_index, "--no-watch")
+
+
+def test_what_is_announced_is_the_difference_between_the_indexes(tmp_path, model, monkeypatch):
+    """The watcher's look (Library.refresh) in one process, without a server: a build by
+    "someone else" (index_build here) is announced as the files it changed, added and
+    removed; a build that changed nothing, and a look with no new build, announce nothing.
+    An index that appears where there was none (main() served no files) is all added."""
+    docs, index_dir = docs_and_index(tmp_path, model, "one")
+    announced = []
+    monkeypatch.setattr(server_module, "documents_changed", lambda *names: announced.append(names))
+    library = server_module.Library(index_dir, rebuild=False)  # never builds: notes, announces
+    library.served = library.current_manifest()[1]["files"]  # what main() does
+    (docs / "faq.txt").write_text("Q: Dogs? A: Yes.\n")
+    (docs / "menu_prices.txt").unlink()
+    (docs / "loyalty.md").write_text("# Stamps\n\nTen stamps earn a free scone.\n")
+    library.refresh()
+    assert announced == []  # nothing built yet
+    index_build.build_index(docs, index_dir, model=model)
+    library.refresh()
+    library.refresh()
+    index_build.build_index(docs, index_dir, model=model)  # same files, a new manifest
+    library.refresh()
+    assert announced == [(["faq.txt"], ["loyalty.md"], ["menu_prices.txt"])]
+    late = server_module.Library(tmp_path / "none", docs, rebuild=False)
+    late.served = {}  # main(): no index at startup, so resources/list listed nothing
+    shutil.copytree(index_dir, tmp_path / "none")
+    late.refresh()
+    assert announced[1] == ([], ["faq.txt", "hours_access.txt", "loyalty.md"], [])
