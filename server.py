@@ -38,8 +38,9 @@ only search waits for the load to finish. If the index is missing or damaged, ea
 (and resources/read) answers with an error naming the command that rebuilds it (`make
 index` for the default folder), resources/list lists nothing, and the new index is picked
 up on the next call, without a restart. When the documents change, the server rebuilds the
-index itself, in the background (Library.watch; --no-watch turns it off), and then calls
-documents_changed(changed, added, removed).
+index itself, in the background (Library.watch; --no-watch turns it off). Whenever it finds
+a new index, whoever built it (itself, another server.py on the same index, `make index`),
+it calls documents_changed(changed, added, removed) with how it differs from the one before.
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
@@ -183,11 +184,21 @@ def get_document(name: str, ctx: Context) -> str:
     # Not an exact name, but close to some: a client that can ask its user asks which was meant.
     # Only then is difflib run: it compares the name with every indexed one (0.8 s at 10,000).
     can_ask = name not in files and "elicitation" in ctx.capabilities
-    close = difflib.get_close_matches(name, files, n=5) if can_ask else []
+    close = near_names(name, files) if can_ask else []
     if close:
         form = {"type": "object", "properties": {"name": {"type": "string", "enum": close}}}
         name = ctx.elicit_sync("Which one did you mean?", form).get("content", {}).get("name", name)
     return read_document(name)
+
+
+def near_names(name, files):
+    """Up to 5 indexed names close to `name`, closest first, compared without regard to case
+    ("FAQ.txt": faq.txt); names that differ only in case come together."""
+    folded = {}
+    for known in files:
+        folded.setdefault(known.casefold(), []).append(known)
+    matches = difflib.get_close_matches(name.casefold(), folded, n=5)
+    return [known for match in matches for known in folded[match]][:5]
 
 
 def read_document(name):
@@ -272,7 +283,8 @@ class Library:
     only when its stat moved) and, when they differ, rebuilds it incrementally with the
     loaded model, under the build lock (so it never races a `make index`). Meanwhile the
     tools answer from the index they have, a search result from a file that changed carries
-    a note, and the new index takes the old one's place in one assignment.
+    a note, and the new index takes the old one's place in one assignment. Each new index the
+    watcher finds, its own or another process's, is announced (announce).
     """
 
     def __init__(self, index_dir, docs_dir=None, rebuild=True):
@@ -290,6 +302,7 @@ class Library:
         self.changed = set()  # indexed documents edited or removed since the build
         self.hashes = {}      # for changed_files: docs file -> (its stat, its sha256)
         self.problem = None   # the last problem the watcher logged, so it is logged once
+        self.served = None    # the "files" of the index last announced (announce)
 
     def start_loading(self, threads=DEFAULT_TORCH_THREADS):
         threading.Thread(target=self.load, args=(threads,), name="load-model", daemon=True).start()
@@ -379,8 +392,10 @@ class Library:
                 self.problem = str(e)
 
     def refresh(self):
-        """One look at the docs folder; a rebuild and a switch to the new index if it changed."""
+        """One look at the index and the docs folder: what a build published since the last
+        look is announced, whoever built it; a rebuild if the docs changed, announced too."""
         _, manifest, docs_dir = self.current_manifest()
+        self.announce(manifest["files"])
         changed, added, removed = index_search.changed_files(manifest, docs_dir, self.hashes)
         self.changed = {*changed, *removed}
         if not (changed or added or removed) or not self.rebuild or self.model is None:
@@ -391,16 +406,34 @@ class Library:
                                       description=manifest.get("description"))
         self.searchable_index()
         self.changed = set()
-        changes = index_search.manifest_changes(manifest["files"], new["files"])
-        log(f"index refreshed in {time.perf_counter() - started:.1f} s: {changes}"[:500])
-        documents_changed(*changes)
+        log(f"index rebuilt in {time.perf_counter() - started:.1f} s")
+        self.announce(new["files"])
+
+    def announce(self, files):
+        """Tell clients how an index's files differ from those of the index announced before
+        (at first the one main() served: none if there was none), by their sha256: the same
+        whoever built it, this server, another server.py or `make index`. Called by the
+        watcher only. A Library that main() did not start notes the first files it sees."""
+        served = self.served
+        self.served = files
+        if served is None or served is files:
+            return
+        changed = [name for name in files
+                   if name in served and files[name]["sha256"] != served[name]["sha256"]]
+        added = [name for name in files if name not in served]
+        removed = [name for name in served if name not in files]
+        if not (changed or added or removed):  # a build that changed nothing, a rebuild seen again
+            return
+        log(f"new index: changed {changed}, added {added}, removed {removed}"[:500])
+        documents_changed(changed, added, removed)
 
 
 def documents_changed(changed, added, removed):
-    """Called once after each refresh of the index (Library.refresh) with the names of the
-    documents changed, added and removed: the one place to tell clients about it. Clients that
-    subscribed to a document's docs:/// resource hear that it changed (or went), and every
-    client hears that the list changed when names came or went (spec: resources)."""
+    """Called once for each new index that differs from the one before (Library.announce),
+    whoever built it, with the names of the documents changed, added and removed: the one
+    place to tell clients about it. Clients that subscribed to a document's docs:/// resource
+    hear that it changed (or went), and every client hears that the list changed when names
+    came or went (spec: resources)."""
     for name in [*changed, *removed]:
         server.resource_updated(document_uri(name))
     if added or removed:
@@ -615,9 +648,11 @@ def main(argv=None):
     # More torch threads than cores only adds switching; 0 keeps torch's own choice.
     library = Library(args.index, args.docs, rebuild=not args.no_watch)
     try:  # a build while the server runs is picked up, but these words only at a restart
-        describe_documents(library.current_manifest()[1])
+        manifest = library.current_manifest()[1]
     except index_search.IndexProblem:
-        describe_documents({})
+        manifest = {"files": {}}
+    describe_documents(manifest)
+    library.served = manifest["files"]  # what clients see first: each change is announced
     library.start_loading(threads=min(threads, os.cpu_count() or 1))
     log(f"{server.info['name']} {__version__} (index: {args.index})")
     if args.http is not None:  # mcp_http.py logs the URL it serves

@@ -138,12 +138,13 @@ def serving_on_free_port(command, port_option, start_seconds=60):
 
 
 @contextlib.contextmanager
-def server_py_over_http(index_dir):
-    """python server.py --http on a free port, as someone else would start it: yields its URL."""
+def server_py_over_http(index_dir, *extra):
+    """python server.py --http on a free port, as someone else would start it (with the
+    options `extra`): yields its URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen(server_command(index_dir, "--http", str(port)),
+    server = subprocess.Popen(server_command(index_dir, "--http", str(port), *extra),
                               stderr=subprocess.PIPE, text=True)
     try:
         while "MCP over HTTP on" not in server.stderr.readline():

@@ -423,6 +423,27 @@ def test_get_document_asks_which_document_was_meant(stdio, built_index):
     assert json.loads(unasked.next(timeout=60))["result"]["content"] == declined["content"]
 
 
+def test_a_name_that_differs_only_in_case_is_offered(stdio, built_index):
+    """Issue 30, item 4: FAQ.txt is not an indexed name, but faq.txt is (names are compared
+    exactly, so the error stays for a client that cannot be asked); the near names ignore case."""
+    from conftest import DOCS, server_command
+    server = legacy(stdio, None, server_command(built_index))
+    for request_id, typed, meant in [(1, "FAQ.txt", "faq.txt"),
+                                     (2, "Menu_Price.TXT", "menu_prices.txt")]:
+        server.send(call(request_id, "get_document", {"name": typed}))
+        question = {"method": "elicitation/create", "params": {
+            "mode": "form", "message": "Which one did you mean?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string", "enum": [meant]}}}}}
+        server.send(answer(asked(server, question), {"action": "accept",
+                                                     "content": {"name": meant}}))
+        assert server.next(timeout=60) == text_result(request_id, (DOCS / meant).read_text())
+    unasked = legacy(stdio, {}, server_command(built_index))
+    unasked.send(call(3, "get_document", {"name": "FAQ.txt"}))
+    refused = json.loads(unasked.next(timeout=60))["result"]
+    assert refused["isError"] and "unknown document 'FAQ.txt'. Valid names: allergies" in \
+        refused["content"][0]["text"]
+
+
 # --- The official SDK (mcp 2.3.0): its client answers our questions ---
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
