@@ -33,7 +33,7 @@ from http import HTTPStatus
 
 from mcp_min import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
                      MAX_BACKLOG, MAX_MESSAGE_BYTES, MAX_THREADS, META, METHOD_NOT_FOUND,
-                     MISSING_CAPABILITY, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION,
+                     MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION,
                      MCPError, check_request, encode, encode_reply, error_response, new_session,
                      parse_message, valid_id)
 
@@ -54,6 +54,7 @@ INSTANCE = os.environ.get("MCP_INSTANCE", "")
 RETRY_MS = 1000
 MAX_STREAMS = 4
 HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021  # raised by mcp_min's elicitation, which a core-only copy lacks
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                 UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}

@@ -65,14 +65,13 @@ WRITE_TIMEOUT = 30.0  # seconds a client may read nothing while answers wait; th
 # 2026-07-28 results that a client may cache say for how long (spec: utilities/caching).
 # Definitions change only with the code: an hour.
 DEFINITIONS_TTL_MS = 3_600_000
-# The JSON-RPC 2.0 error codes, and those that 2026-07-28 adds.
+# The JSON-RPC 2.0 error codes, and one that 2026-07-28 adds.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 UNSUPPORTED_VERSION = -32022  # no protocol version in common
-MISSING_CAPABILITY = -32021  # the request needs a capability the client did not declare
 
 
 class MCPError(Exception):
@@ -215,8 +214,7 @@ def describe_parameters(func, where):
     required = [param.name for param in params if param.default is param.empty]
     schema = {"type": "object", "properties": properties, "required": required}
     schema = {key: value for key, value in schema.items() if value}  # no empty lists or objects
-    schema["additionalProperties"] = False
-    return schema, context_param
+    return {**schema, "additionalProperties": False}, context_param
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
@@ -522,7 +520,12 @@ class Server:
 
     # --- Tools (spec: server/tools) ---
 
-    async def list_tools(self, params, ctx):  # all at once: Part B's pagination pages lists
+    async def list_tools(self, params, ctx):
+        """tools/list: every tool at once, so a cursor is one this server never gave: refused, so
+        that the client starts over (spec: utilities/pagination). Part B's pagination pages."""
+        if params.get("cursor") is not None:
+            raise MCPError(INVALID_PARAMS, "Invalid params: unknown cursor "
+                                           + json.dumps(params["cursor"])[:40])
         return {"tools": [tool.definition for tool in self.tools.values()]}
 
     async def call_tool(self, params, ctx):
@@ -573,8 +576,11 @@ class Server:
         # Keep the real stdin and stdout for protocol messages. Point fd 1 and sys.stdout at
         # stderr, so a stray print() in a tool, or a C library writing to fd 1, cannot corrupt the
         # stream; and fd 0 at /dev/null, so a child process a tool starts cannot eat requests.
-        wire_in = os.dup(0)
-        wire_out = os.dup(1)
+        # The streams close these files, but not their descriptors: stdout's is closed below, once
+        # the loop is closed, so that the client sees EOF only when a signal cannot reach it.
+        wire_in = open(os.dup(0), "rb", 0, closefd=False)
+        out_fd = os.dup(1)
+        wire_out = open(out_fd, "wb", 0, closefd=False)
         with open(os.devnull, "rb") as devnull:
             os.dup2(devnull.fileno(), 0)
         os.dup2(2, 1)
@@ -584,15 +590,15 @@ class Server:
         loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(MAX_THREADS))
         with contextlib.closing(loop), contextlib.redirect_stdout(sys.stderr):
             loop.run_until_complete(self.serve_stdio(wire_in, wire_out))
-        os.close(wire_out)  # the wire: the client sees EOF, even if a stuck tool keeps the process
+        os.close(out_fd)  # the wire: the client sees EOF, even if a stuck tool keeps the process
 
-    async def serve_stdio(self, in_fd, out_fd):
+    async def serve_stdio(self, wire_in, wire_out):
         """Requests run concurrently, and answers go out as they finish. After EOF, every request
         read gets its answer. A signal, a client that closes stdout or one that reads nothing
         stops the server at once: the calls still running get an error answer."""
         session = new_session()  # over stdio, one client for the life of the process
         in_flight = session["in_flight"]
-        reader, writer = await open_pipes(in_fd, out_fd)
+        reader, writer = await open_pipes(wire_in, wire_out)
         serving = asyncio.current_task()
 
         def send(message):
@@ -677,20 +683,19 @@ METHODS = {"initialize": Method(Server.initialize, era="legacy"),  # the legacy 
 CAPABILITY_FIELDS = {}
 
 
-async def open_pipes(in_fd, out_fd):
-    """asyncio streams on stdin and stdout. They must be pipes, sockets or terminals, as MCP hosts
-    give: epoll cannot watch a regular file (replay one with `cat requests.jsonl | server.py`)."""
-    for fd, name in ((in_fd, "stdin"), (out_fd, "stdout")):
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        if kind not in (stat.S_IFIFO, stat.S_IFSOCK) and not os.isatty(fd):
+async def open_pipes(wire_in, wire_out):
+    """asyncio streams on the files of stdin and stdout. They must be pipes, sockets or terminals,
+    as MCP hosts give: epoll cannot watch a regular file (replay one with `cat requests.jsonl |
+    server.py`)."""
+    for file, name in ((wire_in, "stdin"), (wire_out, "stdout")):
+        kind = stat.S_IFMT(os.fstat(file.fileno()).st_mode)
+        if kind not in (stat.S_IFIFO, stat.S_IFSOCK) and not file.isatty():
             raise SystemExit(f"mcp_min: {name} must be a pipe, a socket or a terminal")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
-    stdin = open(in_fd, "rb", 0, closefd=False)
-    stdout = open(out_fd, "wb", 0, closefd=False)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
     protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())  # gives drain() and close()
-    transport, _ = await loop.connect_write_pipe(lambda: protocol, stdout)
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, wire_out)
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
@@ -932,6 +937,7 @@ METHODS["completion/complete"] = Method(complete, "completions")
 # the function runs again from the top, this time finding them.
 import hashlib, hmac, secrets, time
 
+MISSING_CAPABILITY = -32021  # 2026-07-28: a request needs a capability the client did not declare
 ANSWER_TIMEOUT = 600.0  # seconds a client gets to answer our request (a person fills in a form)
 STATE_TTL = 600  # seconds a 2026-07-28 requestState stays valid
 # What an elicitation form may hold: a flat object of primitives, each with a default if wanted

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import os
 import re
 import shutil
 import socket
@@ -171,7 +172,8 @@ def script_server(folder, tools):
     """argv of a small mcp_min server: `tools` is module-level source that registers tools on
     `server`; asyncio, subprocess, sys and mcp_min are imported, and Server too."""
     script = folder / "tool_server.py"
-    script.write_text(f"import asyncio, subprocess, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+    home = os.environ.get("MCP_MIN_DIR") or str(ROOT)  # tests/test_cut.py: a cut copy's folder
+    script.write_text(f"import asyncio, subprocess, sys\nsys.path.insert(0, {home!r})\n"
                       "import mcp_min\nfrom mcp_min import Server\nserver = Server('x')\n"
                       f"{textwrap.dedent(tools)}\nserver.run()\n")
     return [sys.executable, str(script)]

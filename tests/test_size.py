@@ -159,8 +159,8 @@ def packed_assignments(source):
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple) \
                 and any(isinstance(target, ast.Tuple) for target in node.targets):
-            names = sorted(ast.dump(element) for element in node.targets[0].elts)
-            if names != sorted(ast.dump(element) for element in node.value.elts):
+            names = sorted(ast.unparse(element) for element in node.targets[0].elts)
+            if names != sorted(ast.unparse(element) for element in node.value.elts):
                 found.append(node.lineno)
     return found
 

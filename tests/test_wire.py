@@ -7,6 +7,7 @@ Spec: https://modelcontextprotocol.io/specification (revisions 2025-11-25 and 20
 """
 import functools
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -26,6 +27,8 @@ MODERN = "2026-07-28"
 META = "io.modelcontextprotocol/"
 SERVER_INFO = {"name": "wire-test", "version": "1.2.3"}
 CAPABILITIES = {"tools": {"listChanged": True}}  # server code may announce changes
+if os.environ.get("MCP_MIN_DIR"):  # tests/test_cut.py: mcp_min.py cut after its core, which has
+    CAPABILITIES = {"tools": {}}  # no change notifications (see wire_server.py)
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 UNSUPPORTED_VERSION = -32022
 

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Literal
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# MCP_MIN_DIR: a folder holding another mcp_min.py to serve with (tests/test_cut.py puts a copy
+# cut at the end of its core there); else the project's own.
+sys.path.insert(0, os.environ.get("MCP_MIN_DIR") or str(Path(__file__).resolve().parents[1]))
 
 from mcp_min import Context, Server, ToolResult  # noqa: E402
 
