@@ -5,7 +5,8 @@ index_search.py - an index that index_build.py wrote, in use: read back, checked
     manifest, faiss_index, passages = index_search.load_index("index")
 
 server.py, measure/eval.py and the tests use it; there is nothing to run. It is the other
-half of an index's life: index_build.py writes the index, this reads it.
+half of an index's life: index_build.py writes the index, this reads it. It imports
+index_build (the index's file names, its readers of documents and data), never the reverse.
 
     reading back    load_index: the manifest, the vectors and the passages. A file that is not
                     the one the build wrote (missing, cut short, edited, from another build
@@ -21,22 +22,18 @@ Like index_build.py, nothing heavy is imported at the top: faiss, numpy and bm25
 imported inside the functions that need them.
 """
 
-import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
-import sys
-import time
 from pathlib import Path
 
 import index_build
-from index_build import (EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
-                         RANKING, VECTORS_FILE, Unusable, decode_text, embedding_texts,
-                         manifest_sha256, open_document, os_reason,
-                         read_document_bytes, scan_docs)
+from index_build import (MANIFEST_FILE, MODEL_NAME, RANKING, Unusable, decode_text,
+                         embedding_texts, file_stamp, manifest_sha256, open_document,
+                         os_reason, read_document_bytes, scan_docs)
 
-DIMENSION = 384  # the length of the model's vectors (index_build.MODEL_NAME)
 # The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
 PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
 # How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
@@ -102,25 +99,12 @@ def read_manifest(index_dir):
 
 
 def read_index_data(index_dir, manifest):
-    """(faiss_index, passages) of the data folder the manifest names. Each file is read once
-    and checked against the sha256 the manifest holds: IndexProblem if it is not the one
-    the build wrote (missing, cut short, edited, or from another build)."""
-    import faiss
-    import numpy as np
-
-    data_dir = Path(index_dir) / manifest["data"]
-    contents = {}
-    for name, sha256 in manifest["data_sha256"].items():
-        try:
-            contents[name] = (data_dir / name).read_bytes()
-        except OSError as e:
-            raise damaged(index_dir, f"{name} cannot be read: {os_reason(e)}") from None
-        if hashlib.sha256(contents[name]).hexdigest() != sha256:
-            raise damaged(index_dir, f"{name} is not the file the build wrote: it does not "
-                                     "match its sha256")
-    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
-    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
-    return faiss_index, [json.loads(line) for line in lines]
+    """(faiss_index, passages) of the data folder the manifest names (index_build reads
+    them); IndexProblem if one is not the file the build wrote."""
+    try:
+        return index_build.read_index_data(index_dir, manifest)
+    except ValueError as e:
+        raise damaged(index_dir, str(e)) from None
 
 
 def damaged(index_dir, problem):
@@ -190,16 +174,6 @@ def changed_files(manifest, docs_dir, hashes=None):
     return changed, added, removed
 
 
-def file_stamp(path):
-    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
-    loses or renames an entry; None if the path is absent."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 def document_path(docs_dir, name):
     """The path of the document `name` if it is still one inside docs_dir, else None: what
     get_document checks for one file, where a scan would read the whole folder."""
@@ -244,117 +218,6 @@ def folder_listing(files, prefix, limit):
 def read_text(path):
     """The text of an indexed document, to serve it; Unusable says why it is not one any more."""
     return decode_text(read_document_bytes(path))
-
-
-# ----------------------------------------------------------------------------
-# What the index being replaced already holds, for an incremental build (index_build.build_index):
-# the passages of each file, kept for a file whose sha256 did not change; and the vectors, each
-# known by the sha256 of the model's name and the text embedded, so a passage whose text did not
-# change keeps its vector, and another model's vectors match nothing.
-
-def current_index(index_dir):
-    """(manifest, faiss index, passages) of the index a build is about to replace, or None
-    when there is none that can be read (everything is then split and embedded again)."""
-    try:
-        return load_index(index_dir)
-    except (IndexProblem, RuntimeError, ValueError, KeyError, OSError):
-        return None
-
-
-def split_before(current):
-    """{name: (its "files" entry, [its passages])} of the current index, if this very
-    index_build.py split it (SPLITTER), else {}: what splitting an unchanged file gives."""
-    if current is None or current[0].get("splitter") != index_build.SPLITTER:
-        return {}
-    files = {name: (info, []) for name, info in current[0]["files"].items()}
-    for passage in current[2]:
-        files[passage["source"]][1].append(passage)
-    return files
-
-
-def embed_passages(model, texts, index_dir, current=None, encode_lock=None):
-    """The vectors of texts: those embedded already (known_vectors) reused, the others
-    embedded EMBED_BATCH at a time, each batch appended to EMBEDDED_FILE as soon as it is done
-    (an interrupted build loses at most one batch). The model is loaded only when something
-    needs embedding. index_build.build_index calls it, with current_index()."""
-    import numpy as np
-
-    keys = embedding_keys(texts)
-    known = known_vectors(index_dir, current)
-    missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
-    if missing and model is None:
-        with index_build.signals_held():  # a signal inside an import of torch breaks it for good
-            model = index_build.load_model()
-    progress = Progress("embedded", "passages", len(missing))
-    with open(Path(index_dir) / EMBEDDED_FILE, "ab") as saved:
-        for start in range(0, len(missing), index_build.EMBED_BATCH):
-            batch = missing[start:start + index_build.EMBED_BATCH]
-            with encode_lock or contextlib.nullcontext():
-                vectors = index_build.embed(model, [text for _, text in batch])
-            records = np.empty(len(batch), dtype=record_type(vectors.shape[1]))
-            records["key"] = [key for key, _ in batch]
-            records["vector"] = vectors
-            saved.write(records.tobytes())
-            saved.flush()
-            known.update(zip(records["key"].tolist(), vectors))
-            progress.advance(len(batch))
-    if not keys:
-        return np.zeros((0, DIMENSION), dtype="float32")
-    return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype="float32")
-
-
-class Progress:
-    """Progress of a long build step, on stderr: "index_build: embedded 2,048 of 20,246
-    passages (31/s, about 584 s left)", at most once every PROGRESS_SECONDS and at the end,
-    for a step of at least PROGRESS_MIN_ITEMS (index_build's constants)."""
-
-    def __init__(self, verb, unit, total):
-        self.verb, self.unit, self.total, self.done = verb, unit, total, 0
-        self.started = self.shown = time.monotonic()
-
-    def advance(self, count):
-        self.done += count
-        now = time.monotonic()
-        soon = now - self.shown < index_build.PROGRESS_SECONDS and self.done < self.total
-        if self.total < index_build.PROGRESS_MIN_ITEMS or soon:
-            return
-        self.shown = now
-        rate = self.done / max(now - self.started, 1e-6)
-        print(f"index_build: {self.verb} {self.done:,} of {self.total:,} {self.unit} "
-              f"({rate:,.0f}/s, about {(self.total - self.done) / rate:,.0f} s left)",
-              file=sys.stderr, flush=True)
-
-
-def embedding_keys(texts):
-    """The key of each text's vector: the sha256 of the model's name and the text."""
-    return [hashlib.sha256(f"{MODEL_NAME}\0{text}".encode()).hexdigest().encode()
-            for text in texts]
-
-
-def record_type(dimension):
-    """One record of EMBEDDED_FILE: a text's key, then its vector."""
-    import numpy as np
-
-    return np.dtype([("key", "S64"), ("vector", "<f4", (dimension,))])
-
-
-def known_vectors(index_dir, current=None):
-    """{key: vector} of the texts embedded already: the passages of the current index (if it
-    is readable and of this model and ranking) and what EMBEDDED_FILE holds (a record cut
-    short by a kill is left out)."""
-    import numpy as np
-
-    known = {}
-    if current is not None:
-        manifest, faiss_index, passages = current
-        texts = embedding_texts(passages, manifest["ranking"]["passage_text"])
-        known.update(zip(embedding_keys(texts), faiss_index.reconstruct_n(0, faiss_index.ntotal)))
-    path = Path(index_dir) / EMBEDDED_FILE
-    record = record_type(DIMENSION)
-    count = path.stat().st_size // record.itemsize if path.exists() else 0
-    records = np.fromfile(path, dtype=record, count=count) if count else []
-    known.update(zip(records["key"].tolist(), records["vector"]) if count else [])
-    return known
 
 
 def file_sha256(path):

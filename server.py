@@ -330,7 +330,7 @@ class Library:
         """(stamp, manifest, docs folder), read again when manifest.json changed; IndexProblem
         when there is no readable index."""
         with self.index_lock:
-            stamp = index_search.file_stamp(self.index_dir / index_build.MANIFEST_FILE)
+            stamp = index_build.file_stamp(self.index_dir / index_build.MANIFEST_FILE)
             if stamp is None or self.manifest is None or self.manifest[0] != stamp:
                 manifest = index_search.read_manifest(self.index_dir)
                 docs_dir = self.docs_dir or index_search.resolve_docs_dir(manifest, self.index_dir)
