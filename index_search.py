@@ -197,19 +197,29 @@ def manifest_changes(old, new):
             [name for name in new if name not in old], [name for name in old if name not in new])
 
 
+def folders_of(files):
+    """{folder: how many documents it holds, at any depth} for every folder in the documents'
+    names ("guide/", "guide/install/"), in name order: the folders list_documents lists and
+    search takes as its `folder`."""
+    counts = {}
+    for name in files:
+        parts = name.split("/")
+        for end in range(1, len(parts)):
+            folder = "/".join(parts[:end]) + "/"
+            counts[folder] = counts.get(folder, 0) + 1
+    return counts
+
+
 def folder_listing(files, prefix, limit):
     """(documents, folders, left out): the documents whose name starts with prefix and that
     sit in the prefix's folder ("guide/" of "guide/inst"), then each folder inside that one
     with how many documents it holds, at most limit entries in all."""
     base = prefix[:prefix.rfind("/") + 1]
-    documents, folders = [], {}
-    for name, info in files.items():
-        if name.startswith(prefix) and "/" in name[len(base):]:
-            folder = base + name[len(base):].split("/")[0] + "/"
-            folders[folder] = folders.get(folder, 0) + 1
-        elif name.startswith(prefix):
-            documents.append({"name": name, "title": info["title"], "passages": info["passages"]})
-    folders = [{"name": name, "documents": count} for name, count in folders.items()]
+    documents = [{"name": name, "title": info["title"], "passages": info["passages"]}
+                 for name, info in files.items()
+                 if name.startswith(prefix) and "/" not in name[len(base):]]
+    folders = [{"name": name, "documents": count} for name, count in folders_of(files).items()
+               if name.startswith(prefix) and "/" not in name[len(base):-1]]
     left_out = max(0, len(documents) + len(folders) - limit)
     documents = documents[:limit]
     return documents, folders[:limit - len(documents)], left_out
@@ -232,8 +242,9 @@ def file_sha256(path):
 # ----------------------------------------------------------------------------
 # Ranking the passages for a query (server.py's search; eval.py measures the variants)
 
-def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical):
-    """The top_k passages for a query under a ranking (RANKING or one of eval.py's variants),
+def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical,
+                  folder="", pages=None):
+    """The top_k results for a query under a ranking (RANKING or one of eval.py's variants),
     best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
 
     The vectors are unit length, so FAISS' inner product is the cosine similarity, and
@@ -244,48 +255,129 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
     from each ranker. With fusion, results are ordered by the fused score, so distances
     need not rise with rank. ranking["distinct_sources"]: one passage per file first,
     then the rest. lexical is lexical_index() of the same passages.
+    folder ("7.4/", a checked_folder): only the passages of the documents under it.
+    pages (page_versions() of the same passages): one page, once (one_page_once); None
+    ranks every passage on its own, as before there were versions.
     """
     import numpy as np
 
-    fusion = ranking["fusion"]
-    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
-    similarities, ids = faiss_index.search(query_vector, depth)
-    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
-    scores = dict(dense)
-    if fusion != "none":
-        bm25 = lexical_scores(lexical, query, len(passages))
-        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
-        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
-        missing = [i for i in best_lexical if i not in dense]
-        if missing:  # found by BM25 only: their cosine comes from the stored vectors
-            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
-            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
-        if fusion == "weighted":
-            peak = float(bm25.max()) or 1.0
-            weight = ranking["bm25_weight"]
-            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
-        else:  # "rrf"
-            by_dense = sorted(dense, key=lambda i: -dense[i])
-            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
-            for rank, i in enumerate(best_lexical, start=1):
-                scores[i] += 1.0 / (RRF_K + rank)
-    order = sorted(scores, key=lambda i: -scores[i])
-    if ranking["distinct_sources"]:
-        firsts, rest, seen = [], [], set()
-        for i in order:
-            if passages[i]["source"] in seen:
-                rest.append(i)
-            else:
-                seen.add(passages[i]["source"])
-                firsts.append(i)
-        order = firsts + rest
-    results = []
-    for i in order[:top_k]:
-        result = {"rank": len(results) + 1, "source": passages[i]["source"],
-                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
-        if fusion != "none":
+    inside = None
+    if folder:
+        inside = np.fromiter((p["source"].startswith(folder) for p in passages), bool,
+                             len(passages))
+    count = len(passages) if inside is None else int(inside.sum())
+    depth = min(count, max(FUSION_CANDIDATES, 4 * top_k))
+    while True:  # repeats fold into one result: look deeper until top_k distinct ones are found
+        dense, scores = fused_scores(query, query_vector, faiss_index, passages, depth,
+                                     ranking, lexical, inside)
+        order = sorted(scores, key=lambda i: -scores[i])
+        if ranking["distinct_sources"]:
+            firsts = {}
+            for i in order:
+                firsts.setdefault(passages[i]["source"], i)
+            order = list(firsts.values()) + [i for i in order if i not in firsts.values()]
+        results = one_page_once(order, passages, pages) if pages is not None else \
+            [{"source": passages[i]["source"], "text": passages[i]["text"], "i": i} for i in order]
+        if len(results) >= top_k or depth >= count:
+            break
+        depth = min(count, depth * 4)
+    for rank, result in enumerate(results[:top_k], start=1):
+        i = result.pop("i")
+        result.update(rank=rank, distance=round(1.0 - dense[i], 4))
+        if ranking["fusion"] != "none":
             result["score"] = round(scores[i], 4)
-        results.append(result)
+    return results[:top_k]
+
+
+def fused_scores(query, query_vector, faiss_index, passages, depth, ranking, lexical, inside):
+    """({passage: cosine similarity}, {passage: fused score}) of the depth best passages by
+    each ranker (rank_passages); inside: a mask of the passages that may be found, or None."""
+    import faiss
+    import numpy as np
+
+    fusion = ranking["fusion"]
+    params = None
+    if inside is not None:  # FAISS looks only at the folder's vectors: depth of them come back
+        selector = faiss.IDSelectorBatch(np.flatnonzero(inside).astype("int64"))
+        params = faiss.SearchParameters(sel=selector)
+        if isinstance(faiss_index, faiss.IndexHNSW):
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=faiss_index.hnsw.efSearch)
+    similarities, ids = faiss_index.search(query_vector, depth, params=params)
+    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+    if fusion == "none":
+        return dense, dict(dense)
+    bm25 = lexical_scores(lexical, query, len(passages))
+    if inside is not None:
+        bm25 = np.where(inside, bm25, 0)
+    top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
+    best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+    missing = [i for i in best_lexical if i not in dense]
+    if missing:  # found by BM25 only: their cosine comes from the stored vectors
+        vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
+        dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
+    if fusion == "weighted":
+        peak = float(bm25.max()) or 1.0
+        weight = ranking["bm25_weight"]
+        return dense, {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
+    by_dense = sorted(dense, key=lambda i: -dense[i])  # "rrf"
+    scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
+    for rank, i in enumerate(best_lexical, start=1):
+        scores[i] += 1.0 / (RRF_K + rank)
+    return dense, scores
+
+
+# ----------------------------------------------------------------------------
+# One page, once. A versioned docs tree holds each page once per version ("7.4/x/y.md",
+# "7.5/x/y.md"), mostly with the same text: without this, its copies fill the top results.
+
+# A folder named like a version: "7.4", "v2", "version-29.4", "2.x", "4x", "2024".
+VERSION_FOLDER = re.compile(r"(?:v|version[-_]?)?\d[\w.-]*", re.I)
+
+
+def version_split(name):
+    """(page, version) of a document name: its first folder named like a version taken out,
+    and the path up to that folder: "docs/7.4/x.md" -> ("docs/*/x.md", "docs/7.4/"). A name
+    with no such folder is a page of its own, version ""."""
+    parts = name.split("/")
+    for position, part in enumerate(parts[:-1]):
+        if VERSION_FOLDER.fullmatch(part):
+            page = "/".join([*parts[:position], "*", *parts[position + 1:]])
+            return page, "/".join(parts[:position + 1]) + "/"
+    return name, ""
+
+
+def page_versions(passages):
+    """{page: [the version folders it is in]} over the documents of an index, in name order."""
+    versions = {}
+    for source in dict.fromkeys(passage["source"] for passage in passages):
+        page, version = version_split(source)
+        if version:
+            versions.setdefault(page, []).append(version)
+    return versions
+
+
+def one_page_once(order, passages, pages):
+    """The distinct results of passages in ranked order: a passage whose text an earlier result
+    holds, or that is an earlier result's page in another version, is no result of its own;
+    its file goes into that result's "also_in". A result of a page in version folders says
+    which ("versions", from pages), so that a model can pick one or search with `folder`."""
+    results, by_text, by_page = [], {}, {}
+    for i in order:
+        source = passages[i]["source"]
+        text = passages[i]["text"]
+        page, version = version_split(source)
+        earlier = by_text.get(text)
+        if earlier is None and version and by_page.get(page, {}).get("source") != source:
+            earlier = by_page.get(page)
+        if earlier is None:
+            earlier = {"source": source, "text": text, "i": i}
+            if version:
+                earlier["versions"] = pages.get(page, [version])
+            results.append(earlier)
+            by_text[text] = earlier
+            by_page.setdefault(page, earlier)
+        elif source != earlier["source"] and source not in earlier.get("also_in", []):
+            earlier.setdefault("also_in", []).append(source)
     return results
 
 
