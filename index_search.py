@@ -219,7 +219,7 @@ def folder_listing(files, prefix, limit):
                  for name, info in files.items()
                  if name.startswith(prefix) and "/" not in name[len(base):]]
     folders = [{"name": name, "documents": count} for name, count in folders_of(files).items()
-               if name.startswith(prefix) and "/" not in name[len(base):-1]]
+               if name.startswith(prefix) and name != base and "/" not in name[len(base):-1]]
     left_out = max(0, len(documents) + len(folders) - limit)
     documents = documents[:limit]
     return documents, folders[:limit - len(documents)], left_out

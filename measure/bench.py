@@ -902,7 +902,6 @@ def random_vector_index(documents, docs, index):
 
     import numpy as np
     import index_build
-    import index_search
     files, passages, skipped = documents
     vectors = np.random.default_rng(0).normal(size=(len(passages), index_build.DIMENSION))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("float32")

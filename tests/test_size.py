@@ -4,8 +4,10 @@ A code line is a line holding a token that is neither a comment nor part of a do
 lines do not count. Budgets: mcp_min.py 620 (the server side: wire, JSON-RPC, tools, resources,
 prompts, completion, elicitation, notifications, dispatch, stdio loop; the issues ask for 560, an
 open decision), the Client class in client.py 320, client.py as a whole 770 (the issues: 740),
-mcp_http.py 510, mcp_auth.py 400, server.py 400,
-index_build.py 520, index_search.py 280. No line over 100 characters in any .py file, and
+mcp_http.py 510, mcp_auth.py 400, server.py 440 (issue 30: a search scoped to a folder, one page
+once, every replica hearing every change), index_build.py 612 and index_search.py 248, 860 together
+(issue 30: the build owns its reading, splitting, embedding and writing; index_search imports
+it, never the reverse). No line over 100 characters in any .py file, and
 `ruff check` (pyflakes, line length; see pyproject.toml) passes. Like tinygrad's line gate: when
 something does not fit, make it simpler or drop it, never golf.
 """
@@ -22,8 +24,8 @@ from conftest import ROOT, SUMMARY_LINES
 # mcp_min.py and client.py hold at what elicitation, notifications and OAuth took them to (620 and
 # 770) while the product owner decides: the issues' ceilings are 560 and 740 (see the README).
 BUDGETS = [("mcp_min.py", None, 620), ("client.py", "Client", 320), ("client.py", None, 770),
-           ("mcp_http.py", None, 510), ("mcp_auth.py", None, 400), ("server.py", None, 400),
-           ("index_build.py", None, 520), ("index_search.py", None, 280)]
+           ("mcp_http.py", None, 510), ("mcp_auth.py", None, 400), ("server.py", None, 440),
+           ("index_build.py", None, 612), ("index_search.py", None, 248)]
 
 
 def docstring_lines(tree):
