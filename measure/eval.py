@@ -6,13 +6,18 @@ eval.py - how often does search put the right file first? Each ranking variant, 
     python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
-file that answers it. Three ship with the project: the cafe in docs/ with
+file that answers it (and, where a question is asked about one version or part of the
+documents, its "folder"). Four ship with the project: the cafe in docs/ with
 tests/retrieval_questions.json, a bike shop in tests/eval/bike_shop/, whose questions
 were written without borrowing the documents' words (paraphrases, prices, names,
 negations, questions two files almost answer), and tests/eval/readmes/: 150 real README
 files of npm and PyPI packages, unedited (badges, HTML headers, long code examples,
 link-reference blocks, tables; SOURCES.md names each one's package, version and licence),
-with developer questions worded the same way.
+with developer questions worded the same way; and tests/eval/ts_jest/: three versions of a
+real documentation tree (version-28.0/, version-29.0/, version-29.4/), each question naming
+the version it asks about. For every set it also prints recall with and without the question's
+folder (where questions have one) and the top-5 slots spent on repeats, before and after one
+page once (versions_and_repeats).
 
 For each set and each ranking variant it prints:
 
