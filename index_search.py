@@ -266,6 +266,8 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
         inside = np.fromiter((p["source"].startswith(folder) for p in passages), bool,
                              len(passages))
     count = len(passages) if inside is None else int(inside.sum())
+    if not count:  # a folder of documents with no passage (empty files): nothing to rank
+        return []
     depth = min(count, max(FUSION_CANDIDATES, 4 * top_k))
     while True:  # repeats fold into one result: look deeper until top_k distinct ones are found
         dense, scores = fused_scores(query, query_vector, faiss_index, passages, depth,

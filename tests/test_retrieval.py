@@ -224,6 +224,29 @@ def test_folders_are_the_same_for_list_documents_and_search():
         [{"name": "7.4/a/", "documents": 1}])
 
 
+@pytest.mark.parametrize("index_type", ["IndexFlatIP", "IndexHNSWFlat"])
+def test_a_folder_search_looks_only_at_the_folder_in_either_kind_of_index(monkeypatch,
+                                                                          index_type):
+    """FAISS itself is told which vectors it may return: in an approximate (HNSW) index too."""
+    import numpy as np
+
+    threshold = 0 if index_type == "IndexHNSWFlat" else 10 ** 6
+    monkeypatch.setattr(index_build, "HNSW_THRESHOLD", threshold)
+    vectors = np.random.default_rng(0).normal(size=(300, index_build.DIMENSION)).astype("float32")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    faiss_index = index_build.make_faiss_index(vectors)
+    assert type(faiss_index).__name__ == index_type
+    passages = [passage(f"{'v1' if n % 10 else 'v2'}/{n}.md", f"text {n}") for n in range(300)]
+    for folder, top_k in ("v2/", 50), ("v1/", 5), ("", 7):
+        results = index_search.rank_passages("q", vectors[:1], faiss_index, passages, top_k,
+                                             index_search.PLAIN_DENSE, None, folder, {})
+        inside = sum(p["source"].startswith(folder) for p in passages)  # v2/: 30 of 300
+        assert len(results) == min(top_k, inside)
+        assert all(r["source"].startswith(folder) for r in results)
+    assert index_search.rank_passages("q", vectors[:1], faiss_index, passages, 5,
+                                      index_search.PLAIN_DENSE, None, "empty/", {}) == []
+
+
 def test_ts_jest_questions_name_their_version_folder_and_a_page_in_it():
     questions = json.loads((TS_JEST / "questions.json").read_text(encoding="utf-8"))
     files = index_build.scan_docs(TS_JEST / "docs")[0]
