@@ -203,10 +203,10 @@ def folders_of(files):
     search takes as its `folder`."""
     counts = {}
     for name in files:
-        parts = name.split("/")
-        for end in range(1, len(parts)):
-            folder = "/".join(parts[:end]) + "/"
-            counts[folder] = counts.get(folder, 0) + 1
+        end = name.find("/")
+        while end != -1:
+            counts[name[:end + 1]] = counts.get(name[:end + 1], 0) + 1
+            end = name.find("/", end + 1)
     return counts
 
 

@@ -474,9 +474,10 @@ def checked_folder(files, folder):
     list_documents lists), "/" added ("7.4" is "7.4/"); ValueError names the folders there are,
     the closest first."""
     folder = folder.strip().strip("/")
-    folders = index_search.folders_of(files)
-    if not folder or folder + "/" in folders:
+    # folders_of's test for one folder, without listing them all (20 ms at 10,000 files).
+    if not folder or any(name.startswith(folder + "/") for name in files):
         return folder and folder + "/"
+    folders = index_search.folders_of(files)
     closest = difflib.get_close_matches(folder + "/", folders, n=MAX_FOLDERS_NAMED, cutoff=0)
     raise ValueError(f"unknown folder {show_name(folder)}. The folders there are ({len(folders):,},"
                      f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
