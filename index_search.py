@@ -15,8 +15,11 @@ index_build (the index's file names, its readers of documents and data), never t
                     the build, so that a server can refresh its index (and say so meanwhile);
                     read_text serves an indexed document's text, checked as the build did.
     ranking         rank_passages: the passages for a query, as index_build.RANKING says
-                    (cosine similarity plus a little BM25, each file's best passage first);
-                    eval.py measures the other rankings through the same function.
+                    (cosine similarity plus a little BM25, each file's best passage first),
+                    in one folder if asked (folders_of: the folders list_documents lists),
+                    one page once (a passage's text, or a page in several version folders,
+                    is one result: one_page_once); eval.py measures the other rankings
+                    through the same function.
 
 Like index_build.py, nothing heavy is imported at the top: faiss, numpy and bm25s are
 imported inside the functions that need them.
