@@ -40,8 +40,9 @@ test: install
 bench: install
 	$(PY) measure/bench.py
 
-# Recall@1, recall@3 and MRR of each ranking variant over three question sets: the cafe (docs/),
-# the bike shop (tests/eval/bike_shop) and 150 real READMEs (tests/eval/readmes).
+# Recall@1, recall@3 and MRR of each ranking variant over four question sets: the cafe (docs/),
+# the bike shop (tests/eval/bike_shop), 150 real READMEs (tests/eval/readmes) and a versioned
+# docs tree (tests/eval/ts_jest: with and without a folder, and the top 5 spent on repeats).
 eval: install
 	$(PY) measure/eval.py
 

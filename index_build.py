@@ -43,9 +43,11 @@ it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is not a regul
 inside the folder (a symlink out of it, a FIFO). The build fails only when nothing is left.
 
 Below the build come its parts: reading the documents, cutting them into passages, the
-model, and the index folder's hygiene (the lock, leftovers, the atomic publish). The other
-half of an index's life, reading it back, telling whether the docs changed since and
-ranking passages for a query, is index_search.py. Nothing heavy is imported at the top,
+model, what the index being replaced already holds (its passages and vectors, kept where
+the text did not change), and the index folder's hygiene (the lock, leftovers, the atomic
+publish). The other half of an index's life, checking it as a server reads it, telling
+whether the docs changed since and ranking passages for a query, is index_search.py,
+which imports this file and never the other way round. Nothing heavy is imported at the top,
 so `import index_build` stays instant: torch, sentence-transformers, faiss and tokenizers
 are imported inside the functions that need them.
 """
@@ -68,6 +70,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSION = 384  # the length of its vectors
 DOC_SUFFIXES = (".txt", ".md", ".markdown")  # markdown: all but .txt
 # Folders never read: tools' own files, not documents (hidden ones, .git, are passed over too).
 SKIPPED_FOLDERS = {"node_modules"}
@@ -174,10 +177,8 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
     Raises BuildError for problems the user can fix; on any failure, interruptions
     included, index_dir is as it was and no temporary folder is left.
     """
-    import index_search  # it imports this module: imported here, once both are loaded
-
-    current = index_search.current_index(index_dir)
-    files, passages, skipped = read_documents(docs_dir, index_search.split_before(current))
+    current = current_index(index_dir)
+    files, passages, skipped = read_documents(docs_dir, split_before(current))
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
     data = f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -187,7 +188,7 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
             with writing(index_dir):
                 build_dir.mkdir()
                 texts = embedding_texts(passages, RANKING["passage_text"])
-                vectors = index_search.embed_passages(model, texts, index_dir, current, encode_lock)
+                vectors = embed_passages(model, texts, index_dir, current, encode_lock)
             current = None  # the index being replaced: what it held is in vectors now, so free it
             faiss_index = make_faiss_index(vectors)
             folder = Path(docs_dir).resolve().name
@@ -236,11 +237,9 @@ def read_documents(docs_dir, split_before=None):
         raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
     if not paths and not unusable:
         raise BuildError(f"no .txt, .md or .markdown files in {docs_dir}: nothing to index")
-    import index_search
-
     files, passages = {}, []
     tokenizer = load_tokenizer()
-    progress = index_search.Progress("read", "files", len(paths))
+    progress = Progress("read", "files", len(paths))
     for name, path in paths.items():
         progress.advance(1)
         try:
@@ -647,6 +646,145 @@ def make_faiss_index(vectors):
 
 
 # ----------------------------------------------------------------------------
+# What the index being replaced already holds, for an incremental build (build_index):
+# the passages of each file, kept for a file whose sha256 did not change; and the vectors, each
+# known by the sha256 of the model's name and the text embedded, so a passage whose text did not
+# change keeps its vector, and another model's vectors match nothing.
+
+def current_index(index_dir):
+    """(manifest, faiss index, passages) of the index a build is about to replace, or None
+    when there is none this index_build.py can use whole (everything is then split and
+    embedded again). index_search.read_manifest makes the same checks and says what is wrong;
+    a build needs no reason, it only starts from nothing."""
+    try:
+        manifest = json.loads((Path(index_dir) / MANIFEST_FILE).read_bytes())
+        made_here = manifest.get("model") == MODEL_NAME and manifest.get("ranking") == RANKING
+        if not made_here or manifest.get("sha256") != manifest_sha256(manifest):
+            return None
+        return (manifest, *read_index_data(index_dir, manifest))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError):
+        return None
+
+
+def read_index_data(index_dir, manifest):
+    """(faiss_index, passages) of the data folder a manifest names. Each file is read once
+    and checked against the sha256 the manifest holds; ValueError says which one is not
+    the file the build wrote (missing, cut short, edited, or from another build)."""
+    import faiss
+    import numpy as np
+
+    data_dir = Path(index_dir) / manifest["data"]
+    contents = {}
+    for name, sha256 in manifest["data_sha256"].items():
+        try:
+            contents[name] = (data_dir / name).read_bytes()
+        except OSError as e:
+            raise ValueError(f"{name} cannot be read: {os_reason(e)}") from None
+        if hashlib.sha256(contents[name]).hexdigest() != sha256:
+            raise ValueError(f"{name} is not the file the build wrote: it does not match "
+                             "its sha256")
+    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
+    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
+    return faiss_index, [json.loads(line) for line in lines]
+
+
+def split_before(current):
+    """{name: (its "files" entry, [its passages])} of the current index, if this very
+    py split it (SPLITTER), else {}: what splitting an unchanged file gives."""
+    if current is None or current[0].get("splitter") != SPLITTER:
+        return {}
+    files = {name: (info, []) for name, info in current[0]["files"].items()}
+    for passage in current[2]:
+        files[passage["source"]][1].append(passage)
+    return files
+
+
+def embed_passages(model, texts, index_dir, current=None, encode_lock=None):
+    """The vectors of texts: those embedded already (known_vectors) reused, the others
+    embedded EMBED_BATCH at a time, each batch appended to EMBEDDED_FILE as soon as it is done
+    (an interrupted build loses at most one batch). The model is loaded only when something
+    needs embedding. build_index calls it, with current_index()."""
+    import numpy as np
+
+    keys = embedding_keys(texts)
+    known = known_vectors(index_dir, current)
+    missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
+    if missing and model is None:
+        with signals_held():  # a signal inside an import of torch breaks it for good
+            model = load_model()
+    progress = Progress("embedded", "passages", len(missing))
+    with open(Path(index_dir) / EMBEDDED_FILE, "ab") as saved:
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start:start + EMBED_BATCH]
+            with encode_lock or contextlib.nullcontext():
+                vectors = embed(model, [text for _, text in batch])
+            records = np.empty(len(batch), dtype=record_type(vectors.shape[1]))
+            records["key"] = [key for key, _ in batch]
+            records["vector"] = vectors
+            saved.write(records.tobytes())
+            saved.flush()
+            known.update(zip(records["key"].tolist(), vectors))
+            progress.advance(len(batch))
+    if not keys:
+        return np.zeros((0, DIMENSION), dtype="float32")
+    return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype="float32")
+
+
+class Progress:
+    """Progress of a long build step, on stderr: "index_build: embedded 2,048 of 20,246
+    passages (31/s, about 584 s left)", at most once every PROGRESS_SECONDS and at the end,
+    for a step of at least PROGRESS_MIN_ITEMS above."""
+
+    def __init__(self, verb, unit, total):
+        self.verb, self.unit, self.total, self.done = verb, unit, total, 0
+        self.started = self.shown = time.monotonic()
+
+    def advance(self, count):
+        self.done += count
+        now = time.monotonic()
+        soon = now - self.shown < PROGRESS_SECONDS and self.done < self.total
+        if self.total < PROGRESS_MIN_ITEMS or soon:
+            return
+        self.shown = now
+        rate = self.done / max(now - self.started, 1e-6)
+        print(f"index_build: {self.verb} {self.done:,} of {self.total:,} {self.unit} "
+              f"({rate:,.0f}/s, about {(self.total - self.done) / rate:,.0f} s left)",
+              file=sys.stderr, flush=True)
+
+
+def embedding_keys(texts):
+    """The key of each text's vector: the sha256 of the model's name and the text."""
+    return [hashlib.sha256(f"{MODEL_NAME}\0{text}".encode()).hexdigest().encode()
+            for text in texts]
+
+
+def record_type(dimension):
+    """One record of EMBEDDED_FILE: a text's key, then its vector."""
+    import numpy as np
+
+    return np.dtype([("key", "S64"), ("vector", "<f4", (dimension,))])
+
+
+def known_vectors(index_dir, current=None):
+    """{key: vector} of the texts embedded already: the passages of the current index (if it
+    is readable and of this model and ranking) and what EMBEDDED_FILE holds (a record cut
+    short by a kill is left out)."""
+    import numpy as np
+
+    known = {}
+    if current is not None:
+        manifest, faiss_index, passages = current
+        texts = embedding_texts(passages, manifest["ranking"]["passage_text"])
+        known.update(zip(embedding_keys(texts), faiss_index.reconstruct_n(0, faiss_index.ntotal)))
+    path = Path(index_dir) / EMBEDDED_FILE
+    record = record_type(DIMENSION)
+    count = path.stat().st_size // record.itemsize if path.exists() else 0
+    records = np.fromfile(path, dtype=record, count=count) if count else []
+    known.update(zip(records["key"].tolist(), records["vector"]) if count else [])
+    return known
+
+
+# ----------------------------------------------------------------------------
 # The index folder: one build at a time, all or nothing
 #
 # The index folder is never replaced, only its contents: the vectors and passages of each
@@ -745,6 +883,16 @@ def write_index_files(build_dir, faiss_index, passages, manifest):
     (build_dir / MANIFEST_FILE).write_text(text, encoding="utf-8")
 
 
+def file_stamp(path):
+    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
+    loses or renames an entry; None if the path is absent."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def manifest_sha256(manifest):
     """The sha256 of a manifest's content, its own "sha256" left out."""
     content = {key: value for key, value in manifest.items() if key != "sha256"}
@@ -823,10 +971,8 @@ def main(argv=None):
                   f"(default: {option[2:]})", file=sys.stderr)
             return 2
 
-    import index_search  # it imports this module: imported here, once both are loaded
-
     started = time.perf_counter()
-    before = index_search.file_stamp(Path(args.index) / MANIFEST_FILE)
+    before = file_stamp(Path(args.index) / MANIFEST_FILE)
     previous = {number: signal.signal(number, stop_on_signal)
                 for number in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -838,7 +984,7 @@ def main(argv=None):
         name = signal.Signals(e.args[0]).name
         # Honest either way: a signal held through the publish lands after the swap.
         what = "; the index was not changed"
-        if index_search.file_stamp(Path(args.index) / MANIFEST_FILE) != before:
+        if file_stamp(Path(args.index) / MANIFEST_FILE) != before:
             what = " after the new index was in place; it is complete"
         print(f"index_build: stopped by {name}{what}", file=sys.stderr)
         return 128 + e.args[0]

@@ -5,7 +5,8 @@ index_search.py - an index that index_build.py wrote, in use: read back, checked
     manifest, faiss_index, passages = index_search.load_index("index")
 
 server.py, measure/eval.py and the tests use it; there is nothing to run. It is the other
-half of an index's life: index_build.py writes the index, this reads it.
+half of an index's life: index_build.py writes the index, this reads it. It imports
+index_build (the index's file names, its readers of documents and data), never the reverse.
 
     reading back    load_index: the manifest, the vectors and the passages. A file that is not
                     the one the build wrote (missing, cut short, edited, from another build
@@ -14,29 +15,28 @@ half of an index's life: index_build.py writes the index, this reads it.
                     the build, so that a server can refresh its index (and say so meanwhile);
                     read_text serves an indexed document's text, checked as the build did.
     ranking         rank_passages: the passages for a query, as index_build.RANKING says
-                    (cosine similarity plus a little BM25, each file's best passage first);
-                    eval.py measures the other rankings through the same function.
+                    (cosine similarity plus a little BM25, each file's best passage first),
+                    in one folder if asked (folders_of: the folders list_documents lists),
+                    one page once (a passage's text, or a page in several version folders,
+                    is one result: one_page_once); eval.py measures the other rankings
+                    through the same function.
 
 Like index_build.py, nothing heavy is imported at the top: faiss, numpy and bm25s are
 imported inside the functions that need them.
 """
 
-import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
-import sys
-import time
 from pathlib import Path
 
 import index_build
-from index_build import (EMBEDDED_FILE, MANIFEST_FILE, MODEL_NAME, PASSAGES_FILE,
-                         RANKING, VECTORS_FILE, Unusable, decode_text, embedding_texts,
-                         manifest_sha256, open_document, os_reason,
-                         read_document_bytes, scan_docs)
+from index_build import (MANIFEST_FILE, MODEL_NAME, RANKING, Unusable, decode_text,
+                         embedding_texts, file_stamp, manifest_sha256, open_document,
+                         os_reason, read_document_bytes, scan_docs)
 
-DIMENSION = 384  # the length of the model's vectors (index_build.MODEL_NAME)
 # The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
 PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
 # How many passages each ranker (dense, BM25) proposes before fusion or de-duplication
@@ -102,25 +102,12 @@ def read_manifest(index_dir):
 
 
 def read_index_data(index_dir, manifest):
-    """(faiss_index, passages) of the data folder the manifest names. Each file is read once
-    and checked against the sha256 the manifest holds: IndexProblem if it is not the one
-    the build wrote (missing, cut short, edited, or from another build)."""
-    import faiss
-    import numpy as np
-
-    data_dir = Path(index_dir) / manifest["data"]
-    contents = {}
-    for name, sha256 in manifest["data_sha256"].items():
-        try:
-            contents[name] = (data_dir / name).read_bytes()
-        except OSError as e:
-            raise damaged(index_dir, f"{name} cannot be read: {os_reason(e)}") from None
-        if hashlib.sha256(contents[name]).hexdigest() != sha256:
-            raise damaged(index_dir, f"{name} is not the file the build wrote: it does not "
-                                     "match its sha256")
-    faiss_index = faiss.deserialize_index(np.frombuffer(contents[VECTORS_FILE], dtype="uint8"))
-    lines = contents[PASSAGES_FILE].decode("utf-8").splitlines()
-    return faiss_index, [json.loads(line) for line in lines]
+    """(faiss_index, passages) of the data folder the manifest names (index_build reads
+    them); IndexProblem if one is not the file the build wrote."""
+    try:
+        return index_build.read_index_data(index_dir, manifest)
+    except ValueError as e:
+        raise damaged(index_dir, str(e)) from None
 
 
 def damaged(index_dir, problem):
@@ -190,16 +177,6 @@ def changed_files(manifest, docs_dir, hashes=None):
     return changed, added, removed
 
 
-def file_stamp(path):
-    """What changes when a file is replaced (a new inode) or edited, or when a folder gains,
-    loses or renames an entry; None if the path is absent."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 def document_path(docs_dir, name):
     """The path of the document `name` if it is still one inside docs_dir, else None: what
     get_document checks for one file, where a scan would read the whole folder."""
@@ -223,19 +200,29 @@ def manifest_changes(old, new):
             [name for name in new if name not in old], [name for name in old if name not in new])
 
 
+def folders_of(files):
+    """{folder: how many documents it holds, at any depth} for every folder in the documents'
+    names ("guide/", "guide/install/"), in name order: the folders list_documents lists and
+    search takes as its `folder`."""
+    counts = {}
+    for name in files:
+        end = name.find("/")
+        while end != -1:
+            counts[name[:end + 1]] = counts.get(name[:end + 1], 0) + 1
+            end = name.find("/", end + 1)
+    return counts
+
+
 def folder_listing(files, prefix, limit):
     """(documents, folders, left out): the documents whose name starts with prefix and that
     sit in the prefix's folder ("guide/" of "guide/inst"), then each folder inside that one
     with how many documents it holds, at most limit entries in all."""
     base = prefix[:prefix.rfind("/") + 1]
-    documents, folders = [], {}
-    for name, info in files.items():
-        if name.startswith(prefix) and "/" in name[len(base):]:
-            folder = base + name[len(base):].split("/")[0] + "/"
-            folders[folder] = folders.get(folder, 0) + 1
-        elif name.startswith(prefix):
-            documents.append({"name": name, "title": info["title"], "passages": info["passages"]})
-    folders = [{"name": name, "documents": count} for name, count in folders.items()]
+    documents = [{"name": name, "title": info["title"], "passages": info["passages"]}
+                 for name, info in files.items()
+                 if name.startswith(prefix) and "/" not in name[len(base):]]
+    folders = [{"name": name, "documents": count} for name, count in folders_of(files).items()
+               if name.startswith(prefix) and name != base and "/" not in name[len(base):-1]]
     left_out = max(0, len(documents) + len(folders) - limit)
     documents = documents[:limit]
     return documents, folders[:limit - len(documents)], left_out
@@ -244,117 +231,6 @@ def folder_listing(files, prefix, limit):
 def read_text(path):
     """The text of an indexed document, to serve it; Unusable says why it is not one any more."""
     return decode_text(read_document_bytes(path))
-
-
-# ----------------------------------------------------------------------------
-# What the index being replaced already holds, for an incremental build (index_build.build_index):
-# the passages of each file, kept for a file whose sha256 did not change; and the vectors, each
-# known by the sha256 of the model's name and the text embedded, so a passage whose text did not
-# change keeps its vector, and another model's vectors match nothing.
-
-def current_index(index_dir):
-    """(manifest, faiss index, passages) of the index a build is about to replace, or None
-    when there is none that can be read (everything is then split and embedded again)."""
-    try:
-        return load_index(index_dir)
-    except (IndexProblem, RuntimeError, ValueError, KeyError, OSError):
-        return None
-
-
-def split_before(current):
-    """{name: (its "files" entry, [its passages])} of the current index, if this very
-    index_build.py split it (SPLITTER), else {}: what splitting an unchanged file gives."""
-    if current is None or current[0].get("splitter") != index_build.SPLITTER:
-        return {}
-    files = {name: (info, []) for name, info in current[0]["files"].items()}
-    for passage in current[2]:
-        files[passage["source"]][1].append(passage)
-    return files
-
-
-def embed_passages(model, texts, index_dir, current=None, encode_lock=None):
-    """The vectors of texts: those embedded already (known_vectors) reused, the others
-    embedded EMBED_BATCH at a time, each batch appended to EMBEDDED_FILE as soon as it is done
-    (an interrupted build loses at most one batch). The model is loaded only when something
-    needs embedding. index_build.build_index calls it, with current_index()."""
-    import numpy as np
-
-    keys = embedding_keys(texts)
-    known = known_vectors(index_dir, current)
-    missing = list({key: text for key, text in zip(keys, texts) if key not in known}.items())
-    if missing and model is None:
-        with index_build.signals_held():  # a signal inside an import of torch breaks it for good
-            model = index_build.load_model()
-    progress = Progress("embedded", "passages", len(missing))
-    with open(Path(index_dir) / EMBEDDED_FILE, "ab") as saved:
-        for start in range(0, len(missing), index_build.EMBED_BATCH):
-            batch = missing[start:start + index_build.EMBED_BATCH]
-            with encode_lock or contextlib.nullcontext():
-                vectors = index_build.embed(model, [text for _, text in batch])
-            records = np.empty(len(batch), dtype=record_type(vectors.shape[1]))
-            records["key"] = [key for key, _ in batch]
-            records["vector"] = vectors
-            saved.write(records.tobytes())
-            saved.flush()
-            known.update(zip(records["key"].tolist(), vectors))
-            progress.advance(len(batch))
-    if not keys:
-        return np.zeros((0, DIMENSION), dtype="float32")
-    return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype="float32")
-
-
-class Progress:
-    """Progress of a long build step, on stderr: "index_build: embedded 2,048 of 20,246
-    passages (31/s, about 584 s left)", at most once every PROGRESS_SECONDS and at the end,
-    for a step of at least PROGRESS_MIN_ITEMS (index_build's constants)."""
-
-    def __init__(self, verb, unit, total):
-        self.verb, self.unit, self.total, self.done = verb, unit, total, 0
-        self.started = self.shown = time.monotonic()
-
-    def advance(self, count):
-        self.done += count
-        now = time.monotonic()
-        soon = now - self.shown < index_build.PROGRESS_SECONDS and self.done < self.total
-        if self.total < index_build.PROGRESS_MIN_ITEMS or soon:
-            return
-        self.shown = now
-        rate = self.done / max(now - self.started, 1e-6)
-        print(f"index_build: {self.verb} {self.done:,} of {self.total:,} {self.unit} "
-              f"({rate:,.0f}/s, about {(self.total - self.done) / rate:,.0f} s left)",
-              file=sys.stderr, flush=True)
-
-
-def embedding_keys(texts):
-    """The key of each text's vector: the sha256 of the model's name and the text."""
-    return [hashlib.sha256(f"{MODEL_NAME}\0{text}".encode()).hexdigest().encode()
-            for text in texts]
-
-
-def record_type(dimension):
-    """One record of EMBEDDED_FILE: a text's key, then its vector."""
-    import numpy as np
-
-    return np.dtype([("key", "S64"), ("vector", "<f4", (dimension,))])
-
-
-def known_vectors(index_dir, current=None):
-    """{key: vector} of the texts embedded already: the passages of the current index (if it
-    is readable and of this model and ranking) and what EMBEDDED_FILE holds (a record cut
-    short by a kill is left out)."""
-    import numpy as np
-
-    known = {}
-    if current is not None:
-        manifest, faiss_index, passages = current
-        texts = embedding_texts(passages, manifest["ranking"]["passage_text"])
-        known.update(zip(embedding_keys(texts), faiss_index.reconstruct_n(0, faiss_index.ntotal)))
-    path = Path(index_dir) / EMBEDDED_FILE
-    record = record_type(DIMENSION)
-    count = path.stat().st_size // record.itemsize if path.exists() else 0
-    records = np.fromfile(path, dtype=record, count=count) if count else []
-    known.update(zip(records["key"].tolist(), records["vector"]) if count else [])
-    return known
 
 
 def file_sha256(path):
@@ -369,8 +245,9 @@ def file_sha256(path):
 # ----------------------------------------------------------------------------
 # Ranking the passages for a query (server.py's search; eval.py measures the variants)
 
-def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical):
-    """The top_k passages for a query under a ranking (RANKING or one of eval.py's variants),
+def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical,
+                  folder="", pages=None):
+    """The top_k results for a query under a ranking (RANKING or one of eval.py's variants),
     best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
 
     The vectors are unit length, so FAISS' inner product is the cosine similarity, and
@@ -381,48 +258,131 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
     from each ranker. With fusion, results are ordered by the fused score, so distances
     need not rise with rank. ranking["distinct_sources"]: one passage per file first,
     then the rest. lexical is lexical_index() of the same passages.
+    folder ("7.4/", a checked_folder): only the passages of the documents under it.
+    pages (page_versions() of the same passages): one page, once (one_page_once); None
+    ranks every passage on its own, as before there were versions.
     """
     import numpy as np
 
-    fusion = ranking["fusion"]
-    depth = min(len(passages), max(FUSION_CANDIDATES, 4 * top_k))
-    similarities, ids = faiss_index.search(query_vector, depth)
-    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
-    scores = dict(dense)
-    if fusion != "none":
-        bm25 = lexical_scores(lexical, query, len(passages))
-        top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
-        best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
-        missing = [i for i in best_lexical if i not in dense]
-        if missing:  # found by BM25 only: their cosine comes from the stored vectors
-            vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
-            dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
-        if fusion == "weighted":
-            peak = float(bm25.max()) or 1.0
-            weight = ranking["bm25_weight"]
-            scores = {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
-        else:  # "rrf"
-            by_dense = sorted(dense, key=lambda i: -dense[i])
-            scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
-            for rank, i in enumerate(best_lexical, start=1):
-                scores[i] += 1.0 / (RRF_K + rank)
-    order = sorted(scores, key=lambda i: -scores[i])
-    if ranking["distinct_sources"]:
-        firsts, rest, seen = [], [], set()
-        for i in order:
-            if passages[i]["source"] in seen:
-                rest.append(i)
-            else:
-                seen.add(passages[i]["source"])
-                firsts.append(i)
-        order = firsts + rest
-    results = []
-    for i in order[:top_k]:
-        result = {"rank": len(results) + 1, "source": passages[i]["source"],
-                  "distance": round(1.0 - dense[i], 4), "text": passages[i]["text"]}
-        if fusion != "none":
+    inside = None
+    if folder:
+        inside = np.fromiter((p["source"].startswith(folder) for p in passages), bool,
+                             len(passages))
+    count = len(passages) if inside is None else int(inside.sum())
+    if not count:  # a folder of documents with no passage (empty files): nothing to rank
+        return []
+    depth = min(count, max(FUSION_CANDIDATES, 4 * top_k))
+    while True:  # repeats fold into one result: look deeper until top_k distinct ones are found
+        dense, scores = fused_scores(query, query_vector, faiss_index, passages, depth,
+                                     ranking, lexical, inside)
+        order = sorted(scores, key=lambda i: -scores[i])
+        if ranking["distinct_sources"]:
+            firsts = {}
+            for i in order:
+                firsts.setdefault(passages[i]["source"], i)
+            order = list(firsts.values()) + [i for i in order if i not in firsts.values()]
+        results = one_page_once(order, passages, pages) if pages is not None else \
+            [{"source": passages[i]["source"], "text": passages[i]["text"], "i": i} for i in order]
+        if len(results) >= top_k or depth >= count:
+            break
+        depth = min(count, depth * 4)
+    for rank, result in enumerate(results[:top_k], start=1):
+        i = result.pop("i")
+        result.update(rank=rank, distance=round(1.0 - dense[i], 4))
+        if ranking["fusion"] != "none":
             result["score"] = round(scores[i], 4)
-        results.append(result)
+    return results[:top_k]
+
+
+def fused_scores(query, query_vector, faiss_index, passages, depth, ranking, lexical, inside):
+    """({passage: cosine similarity}, {passage: fused score}) of the depth best passages by
+    each ranker (rank_passages); inside: a mask of the passages that may be found, or None."""
+    import faiss
+    import numpy as np
+
+    fusion = ranking["fusion"]
+    params = None
+    if inside is not None:  # FAISS looks only at the folder's vectors: depth of them come back
+        selector = faiss.IDSelectorBatch(np.flatnonzero(inside).astype("int64"))
+        params = faiss.SearchParameters(sel=selector)
+        if isinstance(faiss_index, faiss.IndexHNSW):
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=faiss_index.hnsw.efSearch)
+    similarities, ids = faiss_index.search(query_vector, depth, params=params)
+    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+    if fusion == "none":
+        return dense, dict(dense)
+    bm25 = lexical_scores(lexical, query, len(passages))
+    if inside is not None:
+        bm25 = np.where(inside, bm25, 0)
+    top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
+    best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+    missing = [i for i in best_lexical if i not in dense]
+    if missing:  # found by BM25 only: their cosine comes from the stored vectors
+        vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))
+        dense.update(zip(missing, (vectors @ query_vector[0]).tolist()))
+    if fusion == "weighted":
+        peak = float(bm25.max()) or 1.0
+        weight = ranking["bm25_weight"]
+        return dense, {i: dense[i] + weight * float(bm25[i]) / peak for i in dense}
+    by_dense = sorted(dense, key=lambda i: -dense[i])  # "rrf"
+    scores = {i: 1.0 / (RRF_K + rank) for rank, i in enumerate(by_dense, start=1)}
+    for rank, i in enumerate(best_lexical, start=1):
+        scores[i] += 1.0 / (RRF_K + rank)
+    return dense, scores
+
+
+# ----------------------------------------------------------------------------
+# One page, once. A versioned docs tree holds each page once per version ("7.4/x/y.md",
+# "7.5/x/y.md"), mostly with the same text: without this, its copies fill the top results.
+
+# A folder named like a version: "7.4", "v2", "version-29.4", "2.x", "4x", "2024".
+VERSION_FOLDER = re.compile(r"(?:v|version[-_]?)?\d[\w.-]*", re.I)
+
+
+def version_split(name):
+    """(page, version) of a document name: its first folder named like a version taken out,
+    and the path up to that folder: "docs/7.4/x.md" -> ("docs/*/x.md", "docs/7.4/"). A name
+    with no such folder is a page of its own, version ""."""
+    parts = name.split("/")
+    for position, part in enumerate(parts[:-1]):
+        if VERSION_FOLDER.fullmatch(part):
+            page = "/".join([*parts[:position], "*", *parts[position + 1:]])
+            return page, "/".join(parts[:position + 1]) + "/"
+    return name, ""
+
+
+def page_versions(passages):
+    """{page: [the version folders it is in]} over the documents of an index, in name order."""
+    versions = {}
+    for source in dict.fromkeys(passage["source"] for passage in passages):
+        page, version = version_split(source)
+        if version:
+            versions.setdefault(page, []).append(version)
+    return versions
+
+
+def one_page_once(order, passages, pages):
+    """The distinct results of passages in ranked order: a passage whose text an earlier result
+    holds, or that is an earlier result's page in another version, is no result of its own;
+    its file goes into that result's "also_in". A result of a page in version folders says
+    which ("versions", from pages), so that a model can pick one or search with `folder`."""
+    results, by_text, by_page = [], {}, {}
+    for i in order:
+        source = passages[i]["source"]
+        text = passages[i]["text"]
+        page, version = version_split(source)
+        earlier = by_text.get(text)
+        if earlier is None and version and by_page.get(page, {}).get("source") != source:
+            earlier = by_page.get(page)
+        if earlier is None:
+            earlier = {"source": source, "text": text, "i": i}
+            if version:
+                earlier["versions"] = pages.get(page, [version])
+            results.append(earlier)
+            by_text[text] = earlier
+            by_page.setdefault(page, earlier)
+        elif source != earlier["source"] and source not in earlier.get("also_in", []):
+            earlier.setdefault("also_in", []).append(source)
     return results
 
 

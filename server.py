@@ -78,6 +78,7 @@ MAX_DOCUMENT_CHARS = 200_000
 # characters are a page a model can read (a whole 1,000-file tree made 136,000 characters).
 MAX_LISTED = 100
 MAX_VALID_NAMES_CHARS = 2_000  # the "Valid names: ..." of an error, for a folder of thousands
+MAX_FOLDERS_NAMED = 20  # the folders an unknown `folder` error names, the closest first
 MODEL_LOAD_TIMEOUT = 300   # seconds a search waits for the model before giving up
 WATCH_SECONDS = 2.0        # how often the docs folder is compared with the index (Library)
 DEFAULT_TORCH_THREADS = 1  # one query is a small job: extra threads add more overhead than speed
@@ -104,6 +105,10 @@ RESULT_SCHEMA = {
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
         "note": {"type": "string", "description": "present when the file changed since"},
+        "also_in": {"type": "array", "items": {"type": "string"}, "description": "the other "
+                    "files that hold this passage, or this page in another version folder"},
+        "versions": {"type": "array", "items": {"type": "string"}, "description": "the version "
+                     "folders this page is in; pass one as `folder` to search only there"},
         "score": {"type": "number", "description": "cosine similarity plus a little BM25 word "
                   "matching; larger is better. Results are ordered by it, each file's best "
                   "passage first"},
@@ -115,22 +120,28 @@ SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"],
 
 
 @server.tool(output_schema=SEARCH_OUTPUT_SCHEMA)
-def search(query: str, top_k: int = 5) -> ToolResult:
+def search(query: str, top_k: int = 5, folder: str = "") -> ToolResult:
     """Search {index[name]} for the passages closest in meaning to a question.
 
     It holds {index[description]}. Use this to answer questions about them: pass the
     question in plain words as `query`. Returns the `top_k` passages (1 to 50, default 5)
     closest in meaning, best first, each with the file it comes from and its distance
     (0 = same meaning; below about 0.5 is usually relevant), then a link to each of those
-    files. Answer from the passages and name the source file.
+    files. A passage in several files, or a page in several version folders ("7.4/x.md",
+    "7.5/x.md"), is one result that names the other files and the versions it is in. When
+    the question is about one version or one part of the documents, pass that folder as
+    `folder` ("7.4/", "guide/": as list_documents names them) to search only there.
+    Answer from the passages and name the source file.
     """
     rate_limit.check()
     query = check_query(query)
     if not 1 <= top_k <= MAX_TOP_K:
         raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
-    faiss_index, passages, lexical = library.searchable_index()
+    folder = checked_folder(library.current_manifest()[1]["files"], folder)
+    faiss_index, passages, lexical, pages = library.searchable_index()
     results = index_search.rank_passages(query, library.embed_query(query), faiss_index,
-                                         passages, top_k, index_build.RANKING, lexical)
+                                         passages, top_k, index_build.RANKING, lexical,
+                                         folder, pages)
     for result in results:  # found in the index, but the file is being re-indexed (Library)
         if result["source"] in library.changed:
             result["note"] = "this file changed since it was indexed; get_document reads it now"
@@ -298,7 +309,7 @@ class Library:
         self.load_lock = threading.Lock()  # one reading of the index data at a time
         self.manifest = None  # (manifest stamp, manifest, docs folder)
         self.resources = None  # what documents() returns, made with self.manifest
-        self.index = None     # (data folder name, faiss index, passages, BM25 index)
+        self.index = None  # (data folder name, faiss index, passages, BM25 index, page_versions)
         self.changed = set()  # indexed documents edited or removed since the build
         self.hashes = {}      # for changed_files: docs file -> (its stat, its sha256)
         self.problem = None   # the last problem the watcher logged, so it is logged once
@@ -343,7 +354,7 @@ class Library:
         """(stamp, manifest, docs folder), read again when manifest.json changed; IndexProblem
         when there is no readable index."""
         with self.index_lock:
-            stamp = index_search.file_stamp(self.index_dir / index_build.MANIFEST_FILE)
+            stamp = index_build.file_stamp(self.index_dir / index_build.MANIFEST_FILE)
             if stamp is None or self.manifest is None or self.manifest[0] != stamp:
                 manifest = index_search.read_manifest(self.index_dir)
                 docs_dir = self.docs_dir or index_search.resolve_docs_dir(manifest, self.index_dir)
@@ -366,7 +377,8 @@ class Library:
             return self.resources
 
     def searchable_index(self):
-        """(faiss index, passages, BM25 index) of the current index, IndexProblem if none.
+        """(faiss index, passages, BM25 index, page versions) of the current index, IndexProblem
+        if none.
         While a new index is being read, searches go on with the one in memory."""
         _, manifest, _ = self.current_manifest()
         index = self.index
@@ -377,7 +389,8 @@ class Library:
                 # load_index reads the manifest again: a build may have published meanwhile.
                 manifest, faiss_index, passages = index_search.load_index(self.index_dir)
                 lexical = index_search.lexical_index(passages)
-                self.index = (manifest["data"], faiss_index, passages, lexical)
+                pages = index_search.page_versions(passages)
+                self.index = (manifest["data"], faiss_index, passages, lexical, pages)
                 log(f"index loaded: {len(passages)} passages from {len(manifest['files'])} files")
             return self.index[1:]
 
@@ -470,8 +483,10 @@ def format_results(results):
     if not results:
         return "No passages found."
     return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
-                       f"{' [' + r['note'] + ']' if 'note' in r else ''}\n{r['text']}"
-                       for r in results)
+                       f"{' [' + r['note'] + ']' if 'note' in r else ''}"
+                       f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
+                       f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"
+                       f"\n{r['text']}" for r in results)
 
 
 def listing_of(files, prefix=""):
@@ -485,6 +500,21 @@ def listing_of(files, prefix=""):
                      "or search, which looks through all of them")
     text = "\n".join(lines) or f"No document name starts with {show_name(prefix)}"
     return text, documents, folders, left_out
+
+
+def checked_folder(files, folder):
+    """search's `folder`: "" for all documents, else one of index_search.folders_of (the folders
+    list_documents lists), "/" added ("7.4" is "7.4/"); ValueError names the folders there are,
+    the closest first."""
+    folder = folder.strip().strip("/")
+    # folders_of's test for one folder, without listing them all (20 ms at 10,000 files).
+    if not folder or any(name.startswith(folder + "/") for name in files):
+        return folder and folder + "/"
+    folders = index_search.folders_of(files)
+    closest = difflib.get_close_matches(folder + "/", folders, n=MAX_FOLDERS_NAMED, cutoff=0)
+    raise ValueError(f"unknown folder {show_name(folder)}. The folders there are ({len(folders):,},"
+                     f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
+                     "no folder to search all the documents")
 
 
 def valid_names(files):

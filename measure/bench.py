@@ -902,14 +902,13 @@ def random_vector_index(documents, docs, index):
 
     import numpy as np
     import index_build
-    import index_search
     files, passages, skipped = documents
-    vectors = np.random.default_rng(0).normal(size=(len(passages), index_search.DIMENSION))
+    vectors = np.random.default_rng(0).normal(size=(len(passages), index_build.DIMENSION))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("float32")
     os.makedirs(index)
     build = os.path.join(index, ".building-bench")
     os.makedirs(build)
-    manifest = {"model": index_build.MODEL_NAME, "dimension": index_search.DIMENSION,
+    manifest = {"model": index_build.MODEL_NAME, "dimension": index_build.DIMENSION,
                 "index_type": "IndexFlatIP", "docs_dir": os.path.relpath(docs, index),
                 "data": "data-bench", "ranking": index_build.RANKING, "files": files,
                 "splitter": getattr(index_build, "SPLITTER", None),

@@ -6,13 +6,18 @@ eval.py - how often does search put the right file first? Each ranking variant, 
     python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
-file that answers it. Three ship with the project: the cafe in docs/ with
+file that answers it (and, where a question is asked about one version or part of the
+documents, its "folder"). Four ship with the project: the cafe in docs/ with
 tests/retrieval_questions.json, a bike shop in tests/eval/bike_shop/, whose questions
 were written without borrowing the documents' words (paraphrases, prices, names,
 negations, questions two files almost answer), and tests/eval/readmes/: 150 real README
 files of npm and PyPI packages, unedited (badges, HTML headers, long code examples,
 link-reference blocks, tables; SOURCES.md names each one's package, version and licence),
-with developer questions worded the same way.
+with developer questions worded the same way; and tests/eval/ts_jest/: three versions of a
+real documentation tree (version-28.0/, version-29.0/, version-29.4/), each question naming
+the version it asks about. For every set it also prints recall with and without the question's
+folder (where questions have one) and the top-5 slots spent on repeats, before and after one
+page once (versions_and_repeats).
 
 For each set and each ranking variant it prints:
 
@@ -48,7 +53,10 @@ QUESTION_SETS = [
      ROOT / "tests" / "eval" / "bike_shop" / "questions.json"),
     ("readmes", ROOT / "tests" / "eval" / "readmes" / "docs",
      ROOT / "tests" / "eval" / "readmes" / "questions.json"),
+    ("ts-jest", ROOT / "tests" / "eval" / "ts_jest" / "docs",
+     ROOT / "tests" / "eval" / "ts_jest" / "questions.json"),
 ]
+TOP = 5  # the results a search returns by default: where repeats are counted
 DEPTH = 10  # results looked at for MRR
 
 PLAIN = index_search.PLAIN_DENSE
@@ -89,12 +97,13 @@ class QuestionsError(Exception):
 
 
 def load_questions(path, docs_dir=None):
-    """[(question, file)] from a JSON list of {"question", "file"}; with docs_dir, every file
-    must be one of its documents, or a typo would pass as a miss."""
+    """[(question, file, folder)] from a JSON list of {"question", "file"} and, where a question
+    is asked about one version or part of the documents, "folder" ("version-29.4/"); with
+    docs_dir, every file must be one of its documents, or a typo would pass as a miss."""
     name = Path(path).name
     try:
         questions = json.loads(Path(path).read_text(encoding="utf-8"))
-        pairs = [(q["question"], q["file"]) for q in questions]
+        pairs = [(q["question"], q["file"], q.get("folder", "")) for q in questions]
     except OSError as e:
         raise QuestionsError(f"cannot read {name}: {e.strerror}") from None
     except ValueError as e:
@@ -104,19 +113,39 @@ def load_questions(path, docs_dir=None):
                              '{"question": ..., "file": ...} objects') from None
     if docs_dir is not None:
         documents = set(index_build.scan_docs(docs_dir)[0])
-        unknown = sorted({file for _, file in pairs} - documents)
+        unknown = sorted({file for _, file, _ in pairs} - documents)
         if unknown:
             raise QuestionsError(f"{name} names files that are not in "
                                  f"{Path(docs_dir).name}/: {', '.join(unknown)}")
     return pairs
 
 
-def file_rank(results, wanted):
-    """1-based position of the first result from the wanted file, or None."""
+def file_rank(results, wanted, exact=False):
+    """1-based position of the first result from the wanted file, or None. Unless exact, the
+    same page in another version folder counts too ("version-28.0/x.md" for
+    "version-29.4/x.md"), as does a file a result names in its also_in."""
+    page = index_search.version_split(wanted)[0]
     for result in results:
-        if result["source"] == wanted:
+        sources = [result["source"], *result.get("also_in", [])]
+        if wanted in sources or not exact and page in map(page_of, sources):
             return result["rank"]
     return None
+
+
+def page_of(name):
+    return index_search.version_split(name)[0]
+
+
+def repeats(results):
+    """How many results repeat an earlier one: its text word for word, or its page from
+    another version folder."""
+    texts, pages, count = set(), {}, 0
+    for result in results:
+        page = page_of(result["source"])
+        count += result["text"] in texts or pages.setdefault(page, result["source"]) != \
+            result["source"]
+        texts.add(result["text"])
+    return count
 
 
 def build_indexes(model, docs_dir):
@@ -138,7 +167,7 @@ def build_indexes(model, docs_dir):
 def embed_questions(model, questions):
     """One vector per question, each embedded alone as the server does, with its time."""
     vectors, seconds = [], []
-    for question, _ in questions:
+    for question, _, _ in questions:
         started = time.perf_counter()
         vectors.append(index_build.embed(model, [question]))
         seconds.append(time.perf_counter() - started)
@@ -149,7 +178,7 @@ def evaluate(questions, vectors, embed_seconds, passages, built, ranking):
     """Scores of one variant on one question set, plus its misses at rank 1."""
     index = built[ranking["passage_text"]]
     ranks, rank_seconds, misses = [], [], []
-    for (question, wanted), vector in zip(questions, vectors):
+    for (question, wanted, _), vector in zip(questions, vectors):
         started = time.perf_counter()
         results = index_search.rank_passages(question, vector, index["faiss"], passages, DEPTH,
                                             ranking, index["lexical"])
@@ -167,6 +196,51 @@ def evaluate(questions, vectors, embed_seconds, passages, built, ranking):
             "reciprocal_sum": sum(1 / rank for rank in ranks if rank is not None),
             "p50_ms": median(total) * 1e3, "rank_p50_ms": median(rank_seconds) * 1e3,
             "misses": misses}
+
+
+MODES = [("all versions", False, False), ("all versions, one page once", False, True),
+         ("in its folder", True, False), ("in its folder, one page once", True, True)]
+
+
+def versions_and_repeats(questions, vectors, passages, built):
+    """The shipped ranking (index_build.RANKING) over one question set, as server.py's search
+    runs it: without `folder` (a hit in any version of the wanted page counts) and with the
+    question's folder (only the wanted file counts), each before and after one page once.
+    Per mode: the questions answered at rank 1 and in the top 3, and of the top-TOP slots,
+    how many repeat an earlier result's text or page (repeats())."""
+    index = built[index_build.RANKING["passage_text"]]
+    pages = index_search.page_versions(passages)
+    rows = {}
+    for mode, scoped, once in MODES:
+        if scoped and not any(folder for _, _, folder in questions):
+            continue  # a set with no folders: nothing to scope
+        row = {"questions": len(questions), "found_at_1": 0, "found_at_3": 0, "slots": 0,
+               "repeats": 0}
+        for (question, wanted, folder), vector in zip(questions, vectors):
+            results = index_search.rank_passages(
+                question, vector, index["faiss"], passages, TOP, index_build.RANKING,
+                index["lexical"], folder if scoped else "", pages if once else None)
+            rank = file_rank(results, wanted, exact=scoped)
+            row["found_at_1"] += rank == 1
+            row["found_at_3"] += rank is not None and rank <= 3
+            row["slots"] += len(results)
+            row["repeats"] += repeats(results)
+        rows[mode] = row
+    return rows
+
+
+def print_versions(versions):
+    print(f"\nVersions and repeats ({index_build.RANKING['fusion']} ranking, top {TOP}): "
+          "r@1 and r@3 without a folder count the wanted page in any version; in its "
+          "folder, only the wanted file. Repeats: top-5 slots whose text or page (in another "
+          "version folder) an earlier result holds.")
+    for set_name, rows in versions.items():
+        for mode, row in rows.items():
+            count = row["questions"]
+            share = row["repeats"] / max(row["slots"], 1)
+            print(f"{set_name:<10} {mode:<30} r@1 {row['found_at_1'] / count:.3f}  r@3 "
+                  f"{row['found_at_3'] / count:.3f}  repeats {row['repeats']:>3} of "
+                  f"{row['slots']:>3} slots ({share:.1%})")
 
 
 def scores(row):
@@ -235,10 +309,10 @@ def scale_timing(model, count):
     lexical = index_search.lexical_index(passages, "plain")
     bm25_seconds = time.perf_counter() - started
     faiss.omp_set_num_threads(1)
-    query_vectors = index_build.embed(model, [q for q, _ in questions])
+    query_vectors = index_build.embed(model, [q for q, _, _ in questions])
     rankings = {"dense (before)": PLAIN, "shipped": index_build.RANKING}
     seconds = {name: [] for name in rankings}
-    for (question, _), vector in zip(questions, query_vectors):
+    for (question, _, _), vector in zip(questions, query_vectors):
         for name, ranking in rankings.items():  # taking turns: the machine's load hits both alike
             started = time.perf_counter()
             index_search.rank_passages(question, vector[None, :], faiss_index, passages, 5,
@@ -290,6 +364,7 @@ def main(argv=None):
         return 0
     table = {name: {} for name, _ in VARIANTS}
     builds = {}
+    versions = {}
     for set_name, docs_dir, _ in sets:
         questions = question_sets[set_name]
         # Building uses the machine; querying, below, one thread, as server.py does.
@@ -306,6 +381,7 @@ def main(argv=None):
         for name, ranking in VARIANTS:
             table[name][set_name] = evaluate(questions, vectors, embed_seconds, passages, built,
                                              ranking)
+        versions[set_name] = versions_and_repeats(questions, vectors, passages, built)
     for name in table:
         table[name]["all"] = combine([table[name][s] for s in question_sets])
 
@@ -320,12 +396,14 @@ def main(argv=None):
               f"embedding plain {numbers['plain_embed_s']:.1f} s, "
               f"heading {numbers['heading_embed_s']:.1f} s; "
               f"BM25 index {numbers['heading_bm25_s'] * 1e3:.0f} ms")
+    print_versions(versions)
     chosen = pick_default(table)
     shipped = next((name for name, ranking in VARIANTS if ranking == index_build.RANKING), None)
     print(f"\nbest recall@1 without losing recall@3: {chosen}")
     print(f"index_build.RANKING (what the server does): {shipped or index_build.RANKING}")
     if args.json:
-        numbers = {"variants": dict(VARIANTS), "table": table, "builds": builds, "best": chosen}
+        numbers = {"variants": dict(VARIANTS), "table": table, "builds": builds, "best": chosen,
+                   "versions": versions}
         try:
             Path(args.json).write_text(json.dumps(numbers, indent=2) + "\n", encoding="utf-8")
         except OSError as e:

@@ -54,7 +54,8 @@ def test_demo_shows_each_step(built_index):
 STEP_2 = [
     "[2] tools/list, resources/list, resources/templates/list, prompts/list",
     "    search: Search The Wandering Kettle for the passages closest in meaning to a question.",
-    "        arguments: query (string, required), top_k (integer, default 5)",
+    '        arguments: query (string, required), top_k (integer, default 5), folder (string, '
+    'default "")',
     "    list_documents: List the document files of The Wandering Kettle that search looks "
     "through, one folder at a time.",
     '        arguments: folder (string, default "")',

@@ -241,3 +241,40 @@ def test_nested_names_round_trip_on_the_wire_and_none_leaves_the_tree(tmp_path, 
         assert answer["isError"] is True and "1234" not in json.dumps(answer), name
         assert "unknown document" in answer["content"][0]["text"], name
     assert "1234" not in done.stdout.decode()
+
+
+def test_search_shows_a_versioned_page_once_and_a_folder_scopes_it(tmp_path, model):
+    """Over the wire: a page in 7.4/ and 7.5/ is one result naming both; `folder` searches one
+    version only; an unknown folder is one line naming the folders there are, closest first."""
+    docs = make_tree(tmp_path)
+    index_build.build_index(docs, tmp_path / "index", model=model)
+    query = "a cup of tea with milk"
+    searches = [{"query": query, "top_k": 3}, {"query": query, "folder": "7.4"},
+                {"query": query, "folder": "7.4/cmdlets/"}, {"query": query, "folder": "7.6/"},
+                {"query": query, "folder": "../outside"}, {"query": query, "folder": "guide/"}]
+    requests = [request(1 + i, "tools/call", {"name": "search", "arguments": arguments})
+                for i, arguments in enumerate(searches)]
+    done = subprocess.run(server_command(tmp_path / "index", "--no-watch"), cwd=ROOT,
+                          capture_output=True, timeout=180,
+                          input="".join(json.dumps(m) + "\n"
+                                        for m in [*HANDSHAKE, *requests]).encode())
+    got = {m["id"]: m["result"] for m in map(json.loads, done.stdout.decode().splitlines())}
+    everywhere = got[1]["structuredContent"]["results"]
+    tea = [r for r in everywhere if "Get-Tea" in r["source"]]
+    assert len(tea) == 1 and len(everywhere) == 3
+    other = ({"7.4/cmdlets/Get-Tea.md", "7.5/cmdlets/Get-Tea.md"} - {tea[0]["source"]}).pop()
+    assert tea[0]["also_in"] == [other] and tea[0]["versions"] == ["7.4/", "7.5/"]
+    assert f"; also in {other}; in versions 7.4/, 7.5/\n" in got[1]["content"][0]["text"]
+    for answer in got[2], got[3]:  # "7.4" is the folder "7.4/"
+        results = answer["structuredContent"]["results"]
+        assert [r["source"] for r in results] == ["7.4/cmdlets/Get-Tea.md"]
+        assert "also_in" not in results[0] and results[0]["versions"] == ["7.4/", "7.5/"]
+    for answer, folder in (got[4], "'7.6'"), (got[5], "'../outside'"):
+        text = answer["content"][0]["text"]
+        assert answer["isError"] is True and text.count("\n") == 0
+        assert f"unknown folder {folder}. The folders there are (14, the closest first): " in text
+        assert str(tmp_path) not in text and "secret" not in text
+    closest = got[4]["content"][0]["text"].split("closest first): ")[1].split(", ")
+    assert set(closest[:2]) == {"7.4/", "7.5/"}
+    assert {r["source"] for r in got[6]["structuredContent"]["results"]} == {
+        "guide/install.md", "guide/deep/a/b/c/notes.txt"}

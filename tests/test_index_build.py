@@ -297,3 +297,24 @@ def test_nothing_usable_keeps_the_old_index(small_docs, tmp_path, model):
     assert lines[3].startswith("index_build: error: none of the 3 .txt/.md files in ")
     assert lines[3].endswith("can be used (see the lines above): nothing to index")
     assert snapshot(index_dir) == before
+
+
+def test_index_search_imports_index_build_never_the_reverse():
+    """One door between the index's two halves: the build (reading, splitting, embedding,
+    writing) imports nothing of index_search, at its top or inside a function; index_search
+    imports index_build at its top."""
+    import ast
+
+    def imported(name):
+        tree = ast.parse((ROOT / name).read_text(encoding="utf-8"))
+        return {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in (node.names if isinstance(node, ast.Import)
+                              else [ast.alias(node.module or "")])}
+
+    assert "index_search" not in imported("index_build.py")
+    assert "index_build" in imported("index_search.py")
+    done = subprocess.run([sys.executable, "-c", "import sys, index_build; "
+                           "print('index_search' in sys.modules)"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout == "False\n"

@@ -232,7 +232,7 @@ def test_the_readme_set_is_complete_and_its_questions_borrow_no_phrases():
     assert len(questions) >= 40 and 60 <= len(list(docs.iterdir())) <= 150
     sources = (READMES / "SOURCES.md").read_text()
     assert all(f"| {path.name} |" in sources for path in docs.iterdir())
-    for question, file in questions:
+    for question, file, _ in questions:
         words = re.findall(r"[a-z0-9']+", question.lower())
         document = " " + " ".join(re.findall(r"[a-z0-9']+", (docs / file).read_text().lower()))
         copied = [" ".join(words[i:i + 5]) for i in range(len(words) - 4)

@@ -167,6 +167,138 @@ def test_a_query_bm25_cannot_match_is_ranked_by_cosine(built_index, model, query
     assert all(abs(r["score"] - (1 - r["distance"])) < 1e-3 for r in results)
 
 
+# --- a versioned tree: one page once, and search scoped to a folder (issue 30) ---
+
+TS_JEST = ROOT / "tests" / "eval" / "ts_jest"
+
+
+@pytest.fixture(scope="session")
+def ts_jest_index(tmp_path_factory, model):
+    index_dir = tmp_path_factory.mktemp("ts-jest-index") / "index"
+    index_build.build_index(TS_JEST / "docs", index_dir, model=model)
+    return index_dir
+
+
+@pytest.mark.parametrize("name, page, version", [
+    ("7.4/x/y.md", "*/x/y.md", "7.4/"),
+    ("docs/v2/guide.md", "docs/*/guide.md", "docs/v2/"),
+    ("version-29.4/getting-started/options.md", "*/getting-started/options.md", "version-29.4/"),
+    ("2.x/a/1.0/b.md", "*/a/1.0/b.md", "2.x/"),  # the first version folder only
+    ("guide/install.md", "guide/install.md", ""),
+    ("7.4.md", "7.4.md", ""),  # a file, not a folder
+])
+def test_a_version_folder_is_a_folder_named_like_a_version(name, page, version):
+    assert index_search.version_split(name) == (page, version)
+
+
+def passage(source, text):
+    return {"source": source, "text": text}
+
+
+def test_one_page_once_folds_repeats_into_the_first_result():
+    passages = [passage("7.4/x.md", "same"), passage("7.5/x.md", "same"),
+                passage("7.5/x.md", "only in 7.5"), passage("a.md", "shared"),
+                passage("b.md", "shared"), passage("7.5/y.md", "y"), passage("7.4/x.md", "more")]
+    pages = index_search.page_versions(passages)
+    assert pages == {"*/x.md": ["7.4/", "7.5/"], "*/y.md": ["7.5/"]}
+    results = index_search.one_page_once(range(len(passages)), passages, pages)
+    assert [(r["source"], r["text"], r.get("also_in")) for r in results] == [
+        ("7.4/x.md", "same", ["7.5/x.md"]),     # the same text, and the page in another version
+        ("a.md", "shared", ["b.md"]),           # the same text in two files
+        ("7.5/y.md", "y", None),
+        ("7.4/x.md", "more", None),             # the first result's own file: a passage of its own
+    ]
+    assert results[0]["versions"] == ["7.4/", "7.5/"] and "versions" not in results[1]
+
+
+def test_folders_are_the_same_for_list_documents_and_search():
+    files = {name: {"title": name, "passages": 1} for name in
+             ["7.4/a/x.md", "7.4/b.md", "7.5/a/x.md", "top.md"]}
+    assert index_search.folders_of(files) == {"7.4/": 2, "7.4/a/": 1, "7.5/": 1, "7.5/a/": 1}
+    for prefix in ["", "7.4/", "7.4/a/", "7."]:
+        _, folders, _ = index_search.folder_listing(files, prefix, 100)
+        assert all(index_search.folders_of(files)[f["name"]] == f["documents"] for f in folders)
+    assert [f["name"] for f in index_search.folder_listing(files, "", 100)[1]] == ["7.4/", "7.5/"]
+    assert index_search.folder_listing(files, "7.4/", 100)[:2] == (
+        [{"name": "7.4/b.md", "title": "7.4/b.md", "passages": 1}],
+        [{"name": "7.4/a/", "documents": 1}])
+
+
+@pytest.mark.parametrize("index_type", ["IndexFlatIP", "IndexHNSWFlat"])
+def test_a_folder_search_looks_only_at_the_folder_in_either_kind_of_index(monkeypatch,
+                                                                          index_type):
+    """FAISS itself is told which vectors it may return: in an approximate (HNSW) index too."""
+    import numpy as np
+
+    threshold = 0 if index_type == "IndexHNSWFlat" else 10 ** 6
+    monkeypatch.setattr(index_build, "HNSW_THRESHOLD", threshold)
+    vectors = np.random.default_rng(0).normal(size=(300, index_build.DIMENSION)).astype("float32")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    faiss_index = index_build.make_faiss_index(vectors)
+    assert type(faiss_index).__name__ == index_type
+    passages = [passage(f"{'v1' if n % 10 else 'v2'}/{n}.md", f"text {n}") for n in range(300)]
+    for folder, top_k in ("v2/", 50), ("v1/", 5), ("", 7):
+        results = index_search.rank_passages("q", vectors[:1], faiss_index, passages, top_k,
+                                             index_search.PLAIN_DENSE, None, folder, {})
+        inside = sum(p["source"].startswith(folder) for p in passages)  # v2/: 30 of 300
+        assert len(results) == min(top_k, inside)
+        assert all(r["source"].startswith(folder) for r in results)
+    assert index_search.rank_passages("q", vectors[:1], faiss_index, passages, 5,
+                                      index_search.PLAIN_DENSE, None, "empty/", {}) == []
+
+
+def test_ts_jest_questions_name_their_version_folder_and_a_page_in_it():
+    questions = json.loads((TS_JEST / "questions.json").read_text(encoding="utf-8"))
+    files = index_build.scan_docs(TS_JEST / "docs")[0]
+    folders = index_search.folders_of(files)
+    assert len(questions) >= 30 and len({q["folder"] for q in questions}) >= 3
+    assert len({q["question"] for q in questions}) == len(questions)
+    for question in questions:
+        assert question["folder"] in folders and index_search.version_split(question["file"])[1]
+        assert question["file"] in files and question["file"].startswith(question["folder"])
+
+
+def test_a_versioned_tree_shows_each_page_once_and_a_folder_scopes_the_search(ts_jest_index,
+                                                                             model):
+    """Every ts-jest question three ways: over all versions as before (repeats), over all
+    versions one page once (no repeat, recall as good), and in its own version folder."""
+    _, faiss_index, passages, lexical = searchable(ts_jest_index)
+    pages = index_search.page_versions(passages)
+    questions = json.loads((TS_JEST / "questions.json").read_text(encoding="utf-8"))
+    vectors = index_build.embed(model, [q["question"] for q in questions])
+    repeats = {"before": 0, "once": 0}
+    found_at_3 = {"before": 0, "once": 0, "folder": 0}
+    for question, vector in zip(questions, vectors):
+        def search(folder, grouped):
+            return index_search.rank_passages(question["question"], vector[None, :], faiss_index,
+                                              passages, 5, index_build.RANKING, lexical, folder,
+                                              pages if grouped else None)
+        ways = {"before": search("", False), "once": search("", True),
+                "folder": search(question["folder"], True)}
+        assert all(len(results) == 5 for results in ways.values())
+        assert all(r["source"].startswith(question["folder"]) for r in ways["folder"])
+        for way, results in ways.items():
+            rank_found = eval_script.file_rank(results, question["file"], exact=way == "folder")
+            found_at_3[way] += rank_found is not None and rank_found <= 3
+            repeats[way] = repeats.get(way, 0) + eval_script.repeats(results)
+    SUMMARY_LINES.append(f"ts-jest, {len(questions)} questions: recall@3 {found_at_3}; "
+                         f"top-5 repeats {repeats}")
+    assert repeats["before"] > 20 and repeats["once"] == 0 and repeats["folder"] == 0
+    assert found_at_3["once"] >= found_at_3["before"]
+    assert found_at_3["folder"] >= 0.8 * len(questions)
+
+
+def test_a_folder_with_fewer_distinct_passages_than_top_k_gives_what_it_has(ts_jest_index, model):
+    _, faiss_index, passages, lexical = searchable(ts_jest_index)
+    folder = "version-29.4/guides/"
+    inside = {p["text"] for p in passages if p["source"].startswith(folder)}
+    vector = index_build.embed(model, ["esm"])
+    results = index_search.rank_passages("esm", vector, faiss_index, passages, 50,
+                                         index_build.RANKING, lexical, folder,
+                                         index_search.page_versions(passages))
+    assert sorted(r["text"] for r in results) == sorted(inside)
+
+
 # --- eval.py (make eval) ---
 
 @pytest.mark.parametrize("content, message", [
@@ -200,6 +332,9 @@ def test_eval_measures_a_set_end_to_end(tmp_path):
                                          "heading+bm25 0.1, distinct")
     table = json.loads(numbers.read_text())["table"]
     assert table["heading+bm25 0.1, distinct"]["docs"]["questions"] == 62
+    assert "\nVersions and repeats (" in done.stdout
+    versions = json.loads(numbers.read_text())["versions"]["docs"]
+    assert list(versions) == ["all versions", "all versions, one page once"]  # no folders
 
 
 def test_eval_picks_the_best_recall_at_1_that_loses_no_recall_at_3():

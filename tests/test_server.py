@@ -84,6 +84,7 @@ def test_tool_definitions(live_server):
     for topic in ("menu", "prices", "hours", "wifi", "allergies", "staff handbook", "history",
                   "events"):
         assert topic in search["description"]
+    assert search["inputSchema"]["properties"]["folder"] == {"type": "string", "default": ""}
     assert tools["list_documents"]["inputSchema"]["properties"] == {
         "folder": {"type": "string", "default": ""}}
     assert tools["get_document"]["inputSchema"]["required"] == ["name"]
@@ -141,12 +142,27 @@ def test_top_k_limits_are_accepted(live_server, top_k):
     ({"query": "dog \ud83d"}, "character 5 is a lone surrogate (\\ud83d), half of a character; "
                               "send the question as whole characters"),
     ({}, "missing required argument(s): query"),
+    ({"query": "wifi", "folder": "7.4/"}, "unknown folder '7.4'. The folders there are (0, the "
+                                          "closest first): none; pass one of them, or no folder"),
 ])
 def test_bad_search_input_is_a_tool_error(live_server, arguments, message):
     result = live_server.call("search", arguments)
     assert result["isError"] is True
     assert message in text_of(result)
     assert "structuredContent" not in result
+
+
+def test_an_unknown_folder_names_the_folders_there_are_closest_first():
+    import server as server_module  # only its checks: the model and the index are not loaded
+
+    files = dict.fromkeys(["docs/7.4/a.md", "docs/7.5/a.md", "guide/b.md", "c.md"])
+    assert server_module.checked_folder(files, "") == ""
+    assert server_module.checked_folder(files, " /docs/7.5 ") == "docs/7.5/"
+    with pytest.raises(ValueError) as refused:
+        server_module.checked_folder(files, "docs/7.6/")
+    assert str(refused.value) == (
+        "unknown folder 'docs/7.6'. The folders there are (4, the closest first): docs/7.5/, "
+        "docs/7.4/, docs/, guide/; pass one of them, or no folder to search all the documents")
 
 
 def test_query_of_exactly_the_limit_is_accepted(live_server):

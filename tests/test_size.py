@@ -3,8 +3,9 @@
 A code line is a line holding a token that is neither a comment nor part of a docstring; blank
 lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, everything above the
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
-client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415; server.py 440; index_build.py 520,
-index_search.py 280. No packed assignments of unrelated values (`a, b = x, y`) in the protocol
+client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415; server.py 440 (issue 30); and
+index_build.py 612 and index_search.py 248, 860 together (issue 30: the build owns reading,
+splitting, embedding and writing an index; index_search imports it, never the reverse). No packed assignments of unrelated values (`a, b = x, y`) in the protocol
 files: one value per statement. No line over 100 characters in any .py file, and `ruff check`
 (pyflakes, line length; see pyproject.toml) passes. Like tinygrad's line gate: when something
 does not fit, make it simpler or drop it, never golf.
@@ -26,8 +27,8 @@ BUDGETS = [
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
     ("server.py", None, 440),
-    ("index_build.py", None, 520),
-    ("index_search.py", None, 280),
+    ("index_build.py", None, 612),
+    ("index_search.py", None, 248),
 ]
 CORE_BUDGET = 400  # mcp_min.py's Part A
 CORE_END = "# === The core ends here"
