@@ -36,13 +36,18 @@ message is one line on the wire, wrapped here to fit):
         "resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo",
         "version":"0.1.0"}}}}
 
+(The capabilities are the whole file's: a copy cut after the core says {"tools":{}}, as it cannot
+announce changes.)
+
 Copy this file into your project; it needs nothing else. Part A, the core, is a complete tools
-server and ends at the line "# === The core ends here". Part B adds the rest of MCP, one section
-each: resources and templates, prompts, completion, asking the user (elicitation), and change
-notifications. Each section adds its methods to the table the core dispatches on (METHODS), and
-its capability once something is registered; cut the file at the start of any section and what
-is above still serves, advertising only what it has. The client side is the Client class at the
-top of client.py; Streamable HTTP is mcp_http.py. The core follows a request through the server:
+server and ends at the line "# === The core ends here". Part B adds the rest of MCP, a section
+each: 7. pagination, 8. resources and templates (@server.resource), 9. prompts (@server.prompt),
+10. completion, 11. asking the user (ctx.elicit), 12. change notifications (server.list_changed,
+server.resource_updated). Each adds its methods to the table the core dispatches on (METHODS),
+and its capability once something is registered: cut the file at the start of any section and
+what is above still serves, advertising only what it has. The client side is the Client class at
+the top of client.py; Streamable HTTP is mcp_http.py. The core follows a request through the
+server:
   1. The wire: bytes in, lines out, and the size limit.
   2. JSON-RPC: a line becomes a message, or an error answer.
   3. Tools: a function becomes a tool; arguments are checked; its return value becomes a result.
@@ -668,11 +673,13 @@ class Server:
             send(response)
 
 
-# The requests a server answers: method -> Method(handler(server, params, ctx) -> result; the
-# capability initialize and server/discover advertise for it, if any; era: "legacy" or "modern"
-# if only one has it; ttl_ms: how long a 2026-07-28 client may cache the result). A method whose
-# capability has nothing registered (no tool yet, say), or that the request's era lacks, is not
-# found. Part B's sections add their methods.
+# --- Section 5's table, after the class it names: the requests a server answers ---
+#
+# method -> Method(handler(server, params, ctx) -> result; the capability initialize and
+# server/discover advertise for it, if any; era: "legacy" or "modern" if only one has it; ttl_ms:
+# how long a 2026-07-28 client may cache the result). A method whose capability has nothing
+# registered (no tool yet, say), or that the request's era lacks, is not found. Part B's sections
+# add their methods.
 Method = collections.namedtuple("Method", "handler capability era ttl_ms", defaults=(None,) * 3)
 METHODS = {"initialize": Method(Server.initialize, era="legacy"),  # the legacy handshake
            "ping": Method(Server.ping, era="legacy"),  # the one request allowed before initialize

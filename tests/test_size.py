@@ -3,12 +3,13 @@
 A code line is a line holding a token that is neither a comment nor part of a docstring; blank
 lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, everything above the
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
-client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415; server.py 440 (issue 30); and
-index_build.py 612 and index_search.py 248, 860 together (issue 30: the build owns reading,
-splitting, embedding and writing an index; index_search imports it, never the reverse). No packed assignments of unrelated values (`a, b = x, y`) in the protocol
-files: one value per statement. No line over 100 characters in any .py file, and `ruff check`
-(pyflakes, line length; see pyproject.toml) passes. Like tinygrad's line gate: when something
-does not fit, make it simpler or drop it, never golf.
+client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415. Issue 30: server.py 440, and
+index_build.py 612 and index_search.py 248, 860 together (the build owns reading, splitting,
+embedding and writing an index; index_search imports it, never the reverse). No packed
+assignments of unrelated values (`a, b = x, y`) in the protocol files: one value per statement.
+No line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see
+pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
+or drop it, never golf.
 """
 import ast
 import io
