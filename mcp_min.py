@@ -1149,7 +1149,7 @@ def unseal(server, state, expected):
 # it: a legacy client hears of list changes from initialize on, and of a resource once it
 # subscribed (resources/subscribe); a 2026-07-28 client opens a stream, subscriptions/listen, and
 # says what it wants to hear of. Adds listChanged (and subscribe) to the capabilities.
-import weakref  # noqa: E402
+import weakref
 
 LISTS = ("tools", "prompts", "resources")  # the lists whose changes a client may hear of
 MAX_LISTENS = 16  # listen streams one client may have open at once
