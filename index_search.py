@@ -195,9 +195,12 @@ def document_path(docs_dir, name):
 
 
 def manifest_changes(old, new):
-    """(changed, added, removed): the names of the documents that two builds' "files" differ in."""
-    return ([name for name in new if name in old and new[name] != old[name]],
-            [name for name in new if name not in old], [name for name in old if name not in new])
+    """(changed, added, removed): the names of the documents that two builds' "files" differ in,
+    by their text's sha256 (a file rebuilt unchanged, or only touched, is not changed)."""
+    changed = [name for name in new if name in old and new[name]["sha256"] != old[name]["sha256"]]
+    added = [name for name in new if name not in old]
+    removed = [name for name in old if name not in new]
+    return changed, added, removed
 
 
 def folders_of(files):

@@ -431,10 +431,7 @@ class Library:
         self.served = files
         if served is None or served is files:
             return
-        changed = [name for name in files
-                   if name in served and files[name]["sha256"] != served[name]["sha256"]]
-        added = [name for name in files if name not in served]
-        removed = [name for name in served if name not in files]
+        changed, added, removed = index_search.manifest_changes(served, files)
         if not (changed or added or removed):  # a build that changed nothing, a rebuild seen again
             return
         log(f"new index: changed {changed}, added {added}, removed {removed}"[:500])
