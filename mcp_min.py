@@ -436,7 +436,7 @@ class Server:
         self.registries = {"tools": {}}
         self.tools = self.registries["tools"]
         # Signs 2026-07-28 requestState (Part B, asking the user): replicas behind one load balancer
-        # share it. None: $MCP_STATE_KEY, else a random key for this process.
+        # share it. None: $MCP_STATE_KEY, else a random key for this server.
         self.state_key = state_key
 
     def tool(self, name=None, title=None, annotations=None, output_schema=None):
@@ -1260,7 +1260,8 @@ async def listen(server, params, ctx):
         honoured["resourceSubscriptions"] = uris
     request_id = ctx.message["id"]
     tag = {"_meta": {META + "subscriptionId": request_id}}
-    listener = listening[request_id] = Listener(server, ctx.send, {*lists, *uris}, tag)
+    listener = Listener(server, ctx.send, {*lists, *uris}, tag)
+    listening[request_id] = listener  # where notifications/cancelled finds it
     listener.notify("notifications/subscriptions/acknowledged", {"notifications": honoured})
     await listener.ended.wait()  # a cancelled listen (HTTP) leaves with its session
     del listening[request_id]
