@@ -102,6 +102,7 @@ RESULT_SCHEMA = {
     "properties": {
         "rank": {"type": "integer", "description": "1 = closest match"},
         "source": {"type": "string", "description": "file the passage comes from"},
+        "page": {"type": "integer", "description": "the page of a PDF the passage is on"},
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
         "note": {"type": "string", "description": "present when the file changed since"},
@@ -265,7 +266,9 @@ def document_uri(name):
 
 
 def mime_type(name):
-    return "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+    """A document's text as served: a .txt file as it is, any other as markdown-style text (the
+    text doc_readers extracts from .mdx, .rst, HTML, PDF and notebooks; never their bytes)."""
+    return "text/plain" if name.lower().endswith(".txt") else "text/markdown"
 
 
 @server.prompt(title="Ask the documents", complete={"document": document_names})
@@ -479,7 +482,9 @@ def format_results(results):
     """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']}"
+                       f"{', page ' + str(r['page']) if 'page' in r else ''}"
+                       f" (distance: {r['distance']:.2f})"
                        f"{' [' + r['note'] + ']' if 'note' in r else ''}"
                        f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
                        f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"
