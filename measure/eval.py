@@ -3,6 +3,7 @@ eval.py - how often does search put the right file first? Each ranking variant, 
 
     python measure/eval.py [--json out.json]             (make eval)
     python measure/eval.py --set DOCS QUESTIONS.json     your own documents and questions
+    python measure/eval.py --only "latex pdf,werkzeug"   some of the built-in sets
     python measure/eval.py --scale 100000                the ranking cost at 100k passages
 
 Every question set is a folder of documents and a JSON list of {"question", "file"}, the
@@ -274,8 +275,18 @@ def print_versions(versions):
 FENCED_CODE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
 # A code span, unless it is the text of an rst role (:func:`x`, {class}`x`) or link (`x`_).
 CODE_SPAN = re.compile(r"(?<![\w:}])`[^`\n]+`(?!_)")
+URL = re.compile(r"\bhttps?://[^\s)>\]]+")  # a link's address: neither markup nor garbage
+FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
+# An HTML element's tag, or a JSX component's (<Tabs>, <Note />): not a Python repr such as
+# <class 'dict'> or a URL rule's <name>, which are text in these pages.
+HTML_ELEMENTS = ("a abbr article aside audio b blockquote body br button canvas caption center "
+                 "code col dd details div dl dt em embed figcaption figure font footer form h1 "
+                 "h2 h3 h4 h5 h6 head header hr html i iframe img input kbd label li link main "
+                 "meta nav ol option p pre script section select small source span strong style "
+                 "sub summary sup svg table tbody td textarea th thead title tr u ul video")
 MARKUP = {
-    "HTML or JSX tag": re.compile(r"(?<![\w<])</?[A-Za-z][\w.:-]*(?:\s[^<>]{0,300})?/?>"),
+    "HTML or JSX tag": re.compile(r"(?<![\w<])</?(?:(?:" + HTML_ELEMENTS.replace(" ", "|") +
+                                  r")\b|[A-Z][\w.]*)(?:\s[^<>]{0,300})?/?>"),
     "HTML entity": re.compile(r"&(?:[A-Za-z]{2,8}|#\d{2,6}|#x[0-9A-Fa-f]{2,5});"),
     "JSX expression, import or export": re.compile(
         r"\{/\*|\*/\}|=\{[\[{]|^\s*(?:import|export)\s.+(?:\sfrom\s|\s=\s)", re.M),
@@ -286,7 +297,7 @@ MARKUP = {
     # What a PDF reader gets wrong: replacement characters, unmapped glyphs, control
     # characters, letters spaced out one by one, words run together, a base64 blob.
     "PDF garbage": re.compile(r"\ufffd|\(cid:\d+\)|[\ue000-\uf8ff]|[\x00-\x08\x0b\x0c\x0e-\x1f]"
-                              r"|(?:\b\w ){6,}\w\b|[a-z]{22,}|[A-Za-z0-9+/]{100,}"),
+                              r"|(?:\b\w ){6,}\w\b|[a-z]{26,}|[A-Za-z0-9+/]{100,}"),
 }
 # Lines that are a documentation site's chrome, not a page's text (Sphinx, Docusaurus, MkDocs).
 NAVIGATION = re.compile(
@@ -299,19 +310,34 @@ NOT_DOCUMENTS = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".css
                  ".mjs", ".map", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".json"}
 
 
-def outside_code(text):
-    return CODE_SPAN.sub(" ", FENCED_CODE.sub(" ", text))
+def in_code(passages):
+    """The passages that begin inside a code block: a block too long for one passage goes on
+    in the next ones, the first of them without its opening fence. {(source, text)}"""
+    starts = set()
+    open_in = {}  # source: whether its last passage so far ended inside a fenced block
+    for passage in passages:
+        inside = open_in.get(passage["source"], False)
+        if inside:
+            starts.add((passage["source"], passage["text"]))
+        fences = len(FENCE_LINE.findall(passage["text"]))
+        open_in[passage["source"]] = inside != (fences % 2 == 1)
+    return starts
 
 
-def markup_in(text):
+def outside_code(text, inside=False):
+    """A passage's text without its fenced code and code spans; inside: it begins in code."""
+    return URL.sub(" ", CODE_SPAN.sub(" ", FENCED_CODE.sub(" ", "```\n" * inside + text)))
+
+
+def markup_in(text, inside=False):
     """The kinds of markup a passage holds outside its code, e.g. ["HTML or JSX tag"]."""
-    prose = outside_code(text)
+    prose = outside_code(text, inside)
     return [kind for kind, pattern in MARKUP.items() if pattern.search(prose)]
 
 
-def navigation_in(text):
+def navigation_in(text, inside=False):
     """The lines of a passage that are a site's navigation, outside code."""
-    return [line.strip() for line in NAVIGATION.findall(outside_code(text))]
+    return [line.strip() for line in NAVIGATION.findall(outside_code(text, inside))]
 
 
 def boilerplate(passages):
@@ -364,6 +390,7 @@ def passage_quality(questions, vectors, passages, built):
     the same two counts over every passage of the set, with examples of each."""
     index = built[index_build.RANKING["passage_text"]]
     pages = index_search.page_versions(passages)
+    starts = in_code(passages)
     row = {"questions": len(questions), "found_at_1": 0, "found_at_3": 0, "reciprocal_sum": 0,
            "slots": 0, "markup": 0, "navigation": 0, "markup_kinds": {}}
     for (question, wanted, _), vector in zip(questions, vectors):
@@ -374,17 +401,23 @@ def passage_quality(questions, vectors, passages, built):
         row["found_at_3"] += rank is not None and rank <= 3
         row["reciprocal_sum"] += 1 / rank if rank else 0
         for result in results[:TOP]:
-            kinds = markup_in(result["text"])
+            inside = (result["source"], result["text"]) in starts
+            kinds = markup_in(result["text"], inside)
             row["slots"] += 1
             row["markup"] += bool(kinds)
-            row["navigation"] += bool(navigation_in(result["text"]))
+            row["navigation"] += bool(navigation_in(result["text"], inside))
             for kind in kinds:
                 row["markup_kinds"][kind] = row["markup_kinds"].get(kind, 0) + 1
-    marked = [p for p in passages if markup_in(p["text"])]
-    lost = [p for p in passages if navigation_in(p["text"])]
+    marked = []
+    lost = []
+    for passage in passages:
+        inside = (passage["source"], passage["text"]) in starts
+        kinds = markup_in(passage["text"], inside)
+        navigation = navigation_in(passage["text"], inside)
+        marked += [example(passage, kinds)] if kinds else []
+        lost += [example(passage, navigation)] if navigation else []
     row.update({"passages": len(passages), "markup_all": len(marked), "navigation_all": len(lost),
-                "markup_examples": [example(p, markup_in(p["text"])) for p in marked[:3]],
-                "navigation_examples": [example(p, navigation_in(p["text"])) for p in lost[:3]],
+                "markup_examples": marked[:3], "navigation_examples": lost[:3],
                 "boilerplate": boilerplate(passages)[:5]})
     return row
 
@@ -536,6 +569,9 @@ def main(argv=None):
     parser.add_argument("--set", nargs=2, action="append", metavar=("DOCS", "QUESTIONS"),
                         help="evaluate this docs folder and questions file instead of the "
                              "built-in sets (repeat for more)")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="only these built-in sets, by name, comma-separated "
+                             "(e.g. \"latex pdf,werkzeug\")")
     parser.add_argument("--scale", type=int, metavar="N",
                         help="only time the ranking over N synthetic passages (e.g. 100000)")
     args = parser.parse_args(argv)
@@ -543,6 +579,13 @@ def main(argv=None):
         parser.error("--scale needs a positive number of passages")
 
     sets = QUESTION_SETS
+    if args.only:
+        names = [name.strip() for name in args.only.split(",")]
+        unknown = sorted(set(names) - {name for name, _, _ in QUESTION_SETS})
+        if unknown:
+            parser.error(f"no built-in set named {', '.join(unknown)}; the sets are "
+                         f"{', '.join(name for name, _, _ in QUESTION_SETS)}")
+        sets = [question_set for question_set in QUESTION_SETS if question_set[0] in names]
     if args.set:
         sets = [(Path(docs).name, Path(docs), Path(questions)) for docs, questions in args.set]
     try:  # before the model loads: a typo should not cost its loading time
