@@ -40,9 +40,11 @@ test: install
 bench: install
 	$(PY) measure/bench.py
 
-# Recall@1, recall@3 and MRR of each ranking variant over four question sets: the cafe (docs/),
-# the bike shop (tests/eval/bike_shop), 150 real READMEs (tests/eval/readmes) and a versioned
-# docs tree (tests/eval/ts_jest: with and without a folder, and the top 5 spent on repeats).
+# Recall@1, recall@3 and MRR of each ranking variant over nine question sets: the cafe (docs/),
+# the bike shop (tests/eval/bike_shop), 150 real READMEs (tests/eval/readmes), a versioned
+# docs tree (tests/eval/ts_jest: with and without a folder, and the top 5 spent on repeats),
+# and one public tree per format (issue 33: .rst, .mdx, HTML, PDF, .ipynb), with the markup
+# and navigation in what search returns and every document's title.
 eval: install
 	$(PY) measure/eval.py
 

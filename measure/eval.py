@@ -20,6 +20,17 @@ the version it asks about. For every set it also prints recall with and without 
 folder (where questions have one) and the top-5 slots spent on repeats, before and after one
 page once (versions_and_repeats).
 
+Five more (issue 33) are public documentation trees in the formats that are not markdown,
+copied unedited from PyPI, npm and Debian packages (each folder's SOURCES.md): Flask's Sphinx
+sources (.rst), two sections of the AI SDK's docs (.mdx), Werkzeug's built HTML site, 18 LaTeX
+PDF manuals, and the nbsphinx and emcee notebooks (.ipynb). For every set, with the shipped
+ranking as server.py runs it, it prints what the model reads (passage_quality, check_listing):
+the top-5 passages that hold markup outside code (HTML or JSX tags, rst directives, roles and
+title underlines, undecoded entities, a PDF's unmapped glyphs or run-together words) or a site's
+navigation, the same over every passage, and whether every document is listed under its own
+title (titles.json beside the docs folder) and nothing else (no image, style, script or font),
+against the issue's targets.
+
 For each set and each ranking variant it prints:
 
     r@1, r@3   share of questions whose file is the first result / among the first three
