@@ -919,7 +919,7 @@ def main(argv=None):
              if counts["other"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {time.perf_counter() - started:.1f} s{cut}{skipped}{other}")
+          f"in {time.perf_counter() - started:.1f} s{cut}{other}{skipped}")
     return 0
 
 
