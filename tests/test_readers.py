@@ -9,6 +9,7 @@ and pypdf itself encrypts one.
 """
 import io
 import json
+import re
 import shutil
 import subprocess
 
@@ -527,12 +528,14 @@ def test_a_pdf_result_says_its_page_and_documents_are_served_as_text(tmp_path, m
     got = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines())}
     top = got[1]["result"]["structuredContent"]["results"][0]
     assert top["source"] == pdf and top["page"] == 3
-    assert text_of(got[1]["result"]).startswith(f"[1] source: {pdf}, page 3 (distance: ")
+    assert re.match(rf"\[1\] source: {pdf} \(distance: 0\.\d\d\), page 3\n",
+                    text_of(got[1]["result"]))
     served = text_of(got[2]["result"])
     assert served.startswith("[page 1]\n\nBrakes\n") and "[page 3]\n\nTyres" in served
     listed = {r["name"]: r for r in got[3]["result"]["resources"]}
     assert {name: r["title"] for name, r in listed.items()} == TITLES
     assert {r["mimeType"] for r in listed.values()} == {"text/markdown"}
+    assert [name for name, r in listed.items() if "size" in r] == ["README.md"]  # the others: text
     for i, name in enumerate(TITLES):
         text = text_of(got[10 + i]["result"])
         assert "%PDF" not in text and "<div" not in text and "import Tabs" not in text, name
