@@ -125,7 +125,8 @@ Installing
 ==========
 
 Read :ref:`the quick start <quickstart>` first, then :func:`~widgets.core.install` and
-``widgets.setup()`` and `the website <https://example.com>`_ [#note]_.
+``widgets.setup()`` and `the
+website <https://example.com>`_ [#note]_.
 
 .. toctree::
    :maxdepth: 2
@@ -272,12 +273,12 @@ def test_rst_titles_code_admonitions_roles_and_dropped_directives():
         "```python\nimport widgets\n\ndef main():\n    # also not a heading\n"
         "    return widgets.run()\n```"]
     assert "Clone it and run:" in text
-    assert "Note:\n\nWidgets need Python 3.10." in text
-    assert "Warning: Old versions break.\n\nRemove them first." in text
-    assert "upgrade(force=False)\n\nUpgrades every widget." in text
+    assert "Note:\nWidgets need Python 3.10." in text
+    assert "Warning: Old versions break.\nRemove them first." in text
+    assert "upgrade(force=False)\nUpgrades every widget." in text
     for gone in ("toctree", "maxdepth", "intro", "automodule", ":members:", "include",
                  "footer.rst", "linenos", ":ref:", ":func:", "<quickstart>", "https://",
-                 "|version|", "----------", "_installing", "[#note]"):
+                 "|version|", "----------", "_installing", "[#note]", ":orphan:"):
         assert gone not in text, gone
 
 
@@ -315,10 +316,24 @@ def test_html_without_main_or_heading_is_its_body_under_title_without_the_site_n
         assert read("x.html", page).title == "Data model", title
 
 
-def test_html_with_no_text_is_skipped_saying_why():
-    redirect = '<html><head><meta http-equiv="refresh" content="0; url=new.html"></head></html>'
-    with pytest.raises(doc_readers.Unusable, match="no text outside navigation"):
+def test_html_with_no_text_or_a_redirect_is_skipped_saying_why():
+    with pytest.raises(doc_readers.Unusable, match="holds no text outside navigation"):
+        read("empty.html", "<html><nav>Home</nav><script>x = 1</script></html>")
+    redirect = ('<html><head><meta http-equiv="refresh" content="0; url=new.html"><title>'
+                'Redirecting...</title></head><body><p>Redirecting to <a href="new.html">'
+                'new.html</a>...</p></body></html>')
+    with pytest.raises(doc_readers.Unusable, match="is a redirect to another page"):
         read("old.html", redirect)
+
+
+def test_main_content_inside_an_element_that_looks_like_navigation_is_kept():
+    """Read the Docs' theme wraps its content in "wy-nav-content"; mdBook's <html> has the class
+    "sidebar-visible": main content is never navigation."""
+    page = ('<html class="sidebar-visible"><body class="wy-body-for-nav"><nav class="sidebar">'
+            'Chapters</nav><div class="wy-nav-content"><div role="main"><h1>Guide</h1>'
+            '<p>The text.</p></div></div></body></html>')
+    document = read("guide.html", page)
+    assert (document.title, text_of_document(document)) == ("Guide", "# Guide\n\nThe text.")
 
 
 def test_broken_html_still_gives_its_text():
