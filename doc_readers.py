@@ -125,14 +125,13 @@ Document = collections.namedtuple("Document", "title parts markdown")
 
 def read_document(name, data):
     """The Document in a file's bytes, read by its suffix; Unusable says why there is none."""
-    suffix = Path(name).suffix.lower()
     try:
-        return SUFFIXES[suffix](name, data)
+        return SUFFIXES[Path(name).suffix.lower()](name, data)
     except Unusable:
         raise
     except Exception as e:  # a reader's failure costs its file, never the build
         reason = " ".join(str(e).split())[:200] or type(e).__name__
-        raise Unusable(f"cannot be read as {suffix} ({reason})") from None
+        raise Unusable(f"cannot be read as {Path(name).suffix.lower()} ({reason})") from None
 
 
 def served_text(name, data):
@@ -472,8 +471,9 @@ def read_notebook(name, data):
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
     # A cell's source is a list of lines or one string: "".join takes both.
     cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]]
-    text = "\n\n".join(source if kind == "markdown" else fenced(source, language)
-                       for kind, source in cells if kind in ("markdown", "code"))
+    text = "\n\n".join(outside_code(source, mdx_prose) if kind == "markdown"  # tags: as in MDX
+                       else fenced(source, language) for kind, source in cells
+                       if kind in ("markdown", "code"))
     return Document(first_heading_title(text, name), [(None, text)], True)
 
 

@@ -213,7 +213,8 @@ NOTEBOOK = {
          "source": ["# read the file\n", "import widgets\n", "data = widgets.load()"],
          "outputs": [{"output_type": "stream", "name": "stdout", "text": ["OUTPUT-LINE\n"]}]},
         {"cell_type": "raw", "metadata": {}, "source": "RAW-CELL"},
-        {"cell_type": "markdown", "metadata": {}, "source": "## Plot\n\nCall `plot`."},
+        {"cell_type": "markdown", "metadata": {}, "source": "## Plot\n\n<div class=\"alert\">"
+                                                            "Call `plot`.</div>"},
     ],
     "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
     "nbformat": 4, "nbformat_minor": 5,
@@ -397,6 +398,7 @@ def test_a_notebook_is_its_markdown_and_its_code_without_outputs():
     assert code_blocks(text) == ["```python\n# read the file\nimport widgets\n"
                                  "data = widgets.load()\n```"]
     assert "OUTPUT-LINE" not in text and "RAW-CELL" not in text and "execution_count" not in text
+    assert "Call `plot`." in text and "<div" not in text
 
 
 def test_broken_notebooks_are_skipped_saying_why():
