@@ -29,6 +29,7 @@ BUDGETS = [
     ("client.py", None, 840),
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
+    ("mcp_skills.py", None, 115),
     ("server.py", None, 460),
     ("index_build.py", None, 600),
     ("index_search.py", None, 260),
