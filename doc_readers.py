@@ -125,14 +125,13 @@ Document = collections.namedtuple("Document", "title parts markdown")
 
 def read_document(name, data):
     """The Document in a file's bytes, read by its suffix; Unusable says why there is none."""
-    suffix = Path(name).suffix.lower()
     try:
-        return SUFFIXES[suffix](name, data)
+        return SUFFIXES[Path(name).suffix.lower()](name, data)
     except Unusable:
         raise
     except Exception as e:  # a reader's failure costs its file, never the build
         reason = " ".join(str(e).split())[:200] or type(e).__name__
-        raise Unusable(f"cannot be read as {suffix} ({reason})") from None
+        raise Unusable(f"cannot be read as {Path(name).suffix.lower()} ({reason})") from None
 
 
 def served_text(name, data):
@@ -271,7 +270,8 @@ def tag_label(tag):
 # reStructuredText (Sphinx)
 
 def read_rst(name, data):
-    text = rst_markdown(decode_text(data).replace("\t", "        ").splitlines(), [])
+    # Roles and links last: one may run over a line end.
+    text = outside_code(rst_markdown(decode_text(data).expandtabs().splitlines(), []), rst_inline)
     return Document(first_heading_title(text, name), [(None, text)], True)
 
 
@@ -297,11 +297,10 @@ def rst_markdown(lines, styles):
             directive = RST_DIRECTIVE.fullmatch(line.strip())
             out.append(rst_directive(*directive.groups(), body, styles) if directive else "")
         elif line.endswith("::"):  # "Example::" is "Example:", then a literal block
-            out.append(rst_inline(line[:-1] if line[-3:-2].strip() else line[:-2].rstrip()))
             body, i = indented_block(lines, i + 1, indent)
-            out.append(fenced("\n".join(body)))
-        else:  # a line of prose; a transition (a line of "-" alone) is left out
-            out.append("" if RST_LINE.fullmatch(line) else rst_inline(line))
+            out += [line[:-1] if line[-3:-2].strip() else line[:-2], fenced("\n".join(body))]
+        else:  # a line of prose; a transition ("-----") or a bare field (":orphan:") is left out
+            out.append("" if RST_LINE.fullmatch(line) or RST_OPTION.fullmatch(line) else line)
             i += 1
     return "\n".join(out).strip("\n")
 
@@ -309,7 +308,7 @@ def rst_markdown(lines, styles):
 def rst_heading(title, style, styles):
     if style not in styles:
         styles.append(style)
-    return f"\n{'#' * min(styles.index(style) + 1, 6)} {rst_inline(title.strip())}\n"
+    return f"\n{'#' * min(styles.index(style) + 1, 6)} {title.strip()}\n"
 
 
 def indented_block(lines, start, indent):
@@ -335,11 +334,11 @@ def rst_directive(name, argument, body, styles):
     if name in RST_ADMONITIONS:
         argument = f"{name.capitalize()}: {argument}".strip()
     content = rst_markdown(body, styles)
-    return "\n" + "\n\n".join(filter(None, [rst_inline(argument), content])) + "\n"
+    return "\n" + "\n".join(filter(None, [argument, content])) + "\n"  # an argument runs on
 
 
 def rst_inline(text):
-    """A line of rst with its roles, links and footnote marks as plain text."""
+    """rst prose with its roles, links and footnote marks as plain text."""
     text = RST_ROLE.sub(lambda role: role[1].lstrip("!~").split(".")[-1]
                         if role[1].startswith("~") else role[1].lstrip("!"), text)
     return RST_FOOTNOTE.sub("", RST_LITERAL.sub(r"`\1`", RST_LINK.sub(r"\1", text)))
@@ -350,6 +349,8 @@ def rst_inline(text):
 
 def read_html(name, data):
     source = decode_text(data)
+    if re.search(r"<meta[^>]{0,200}http-equiv=[\"']?refresh", source[:TITLE_SEARCH_CHARS], re.I):
+        raise Unusable("is a redirect to another page (a meta refresh), not a document")
     page = PageText()
     page.feed(source)
     page.close()
@@ -357,15 +358,17 @@ def read_html(name, data):
     whole = main if LINE_WITH_WORDS.search(main) else "".join(text for _, text in page.pieces)
     text = outside_code(whole, tidy).strip()
     if not LINE_WITH_WORDS.search(text):
-        raise Unusable("holds no text outside navigation, scripts and styles (a redirect?)")
+        raise Unusable("holds no text outside navigation, scripts and styles")
     title = HTML_TITLE.search(source[:TITLE_SEARCH_CHARS * 16])
     site_title = SITE_NAME.sub("", " ".join(html.unescape(title[1]).split())) if title else ""
     return Document(first_heading_title(text, name, site_title), [(None, text)], True)
 
 
 def tidy(prose):
-    """Prose from HTML: no spaces around line ends, at most one blank line in a row."""
-    return re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]*\n[ \t]*", "\n", prose))
+    """Prose from HTML: no spaces around line ends, at most one blank line in a row, and a list
+    item's text on its "- " line (<li><p>...)."""
+    prose = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]*\n[ \t]*", "\n", prose))
+    return re.sub(r"^- *\n+", "- ", prose, flags=re.M)
 
 
 class PageText(html.parser.HTMLParser):
@@ -386,11 +389,13 @@ class PageText(html.parser.HTMLParser):
             region[1] += region[0] == tag
         role = attrs.get("role")
         navigation = HTML_NAVIGATION.search(f"{attrs.get('class')} {attrs.get('id')}")
-        if "skip" not in self.open and (tag in HTML_SKIPPED or navigation or role in HTML_ROLES
-                                        or (tag == "header" and "main" not in self.open)):
-            self.open["skip"] = [tag, 1]
-        elif "main" not in self.open and (tag in ("main", "article") or role == "main"):
+        if "main" not in self.open and (tag in ("main", "article") or role == "main"):
+            self.open.pop("skip", None)  # the main content is never navigation, wherever it is
             self.open["main"] = [tag, 1]
+        elif "skip" not in self.open and (tag in HTML_SKIPPED or role in HTML_ROLES
+                                          or navigation and tag not in ("html", "body")
+                                          or (tag == "header" and "main" not in self.open)):
+            self.open["skip"] = [tag, 1]
         elif tag == "pre" and tag not in self.open:
             self.open[tag] = [tag, 1]
         self.emit(HTML_STARTS.get(tag, ""))
@@ -445,21 +450,15 @@ def read_pdf(name, data):
                                    name), parts, False)
 
 
-def line_key(line):
-    """A line as a running header or footer repeats it: page numbers aside ("Page 3 of 9")."""
-    return re.sub(r"\d+", "#", " ".join(line.split()))
-
-
 def without_running_lines(pages):
     """The pages without their running headers and footers: the lines among the first two or
-    last two of more than half of them (of 3 or more)."""
-    pages = [text.split("\n") for text in pages]
-    counts = collections.Counter(key for lines in pages
-                                 for key in {line_key(line) for line in lines[:2] + lines[-2:]})
+    last two of more than half of them (of 3 or more), page numbers aside ("Page 3 of 9")."""
+    pages = [[(line, re.sub(r"\d+", "#", " ".join(line.split()))) for line in text.split("\n")]
+             for text in pages]
+    counts = collections.Counter(key for lines in pages for _, key in set(lines[:2] + lines[-2:]))
     running = {key for key, count in counts.items() if len(pages) >= 3 and count > len(pages) / 2}
-    return ["\n".join(line for position, line in enumerate(lines)
-                      if 2 <= position < len(lines) - 2 or line_key(line) not in running)
-            for lines in pages]
+    return ["\n".join(line for position, (line, key) in enumerate(lines)
+                      if 2 <= position < len(lines) - 2 or key not in running) for lines in pages]
 
 
 # ----------------------------------------------------------------------------
@@ -472,13 +471,13 @@ def read_notebook(name, data):
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
     # A cell's source is a list of lines or one string: "".join takes both.
     cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]]
-    text = "\n\n".join(source if kind == "markdown" else fenced(source, language)
-                       for kind, source in cells if kind in ("markdown", "code"))
+    text = "\n\n".join(outside_code(source, mdx_prose) if kind == "markdown"  # tags: as in MDX
+                       else fenced(source, language) for kind, source in cells
+                       if kind in ("markdown", "code"))
     return Document(first_heading_title(text, name), [(None, text)], True)
 
 
+# The formats read, each with its reader.
 SUFFIXES = {".txt": read_text, ".md": read_text, ".markdown": read_text, ".mdx": read_text,
             ".rst": read_rst, ".html": read_html, ".htm": read_html,
             ".pdf": read_pdf, ".ipynb": read_notebook}
-# For messages: ".txt, .md, .markdown, .mdx, .rst, .html, .htm, .pdf or .ipynb".
-FORMATS = ", ".join(SUFFIXES).replace(", .ipynb", " or .ipynb")

@@ -222,7 +222,8 @@ def read_documents(docs_dir, split_before=None, others=None):
     except OSError as e:
         raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
     if not paths and not unusable:
-        raise BuildError(f"no {doc_readers.FORMATS} files in {docs_dir}: nothing to index")
+        formats = ", ".join(doc_readers.SUFFIXES).replace(", .ipynb", " or .ipynb")
+        raise BuildError(f"no {formats} files in {docs_dir}: nothing to index")
     files, passages = {}, []
     tokenizer = load_tokenizer()
     progress = Progress("read", "files", len(paths))
@@ -919,7 +920,7 @@ def main(argv=None):
              if counts["other"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {time.perf_counter() - started:.1f} s{cut}{skipped}{other}")
+          f"in {time.perf_counter() - started:.1f} s{cut}{other}{skipped}")
     return 0
 
 

@@ -271,6 +271,12 @@ def mime_type(name):
     return "text/plain" if name.lower().endswith(".txt") else "text/markdown"
 
 
+def as_is(name):
+    """Whether a document is served as its bytes are (so its size is theirs): .txt and
+    markdown; the text of any other format is extracted (doc_readers.served_text)."""
+    return name.lower().endswith((".txt", ".md", ".markdown"))
+
+
 @server.prompt(title="Ask the documents", complete={"document": document_names})
 def ask(question: Annotated[str, "the question to answer"],
         document: Annotated[str, "one document to answer from, by its file name"] = "") -> list:
@@ -365,7 +371,7 @@ class Library:
                 # Made once per manifest: resources/list asks once per page, 30 times for 3,000.
                 self.resources = {name: {"uri": document_uri(name), "name": name,
                                          "title": info["title"], "mimeType": mime_type(name),
-                                         "size": info["bytes"]}
+                                         **({"size": info["bytes"]} if as_is(name) else {})}
                                   for name, info in manifest["files"].items()}
             return self.manifest
 
@@ -482,9 +488,8 @@ def format_results(results):
     """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']}"
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
                        f"{', page ' + str(r['page']) if 'page' in r else ''}"
-                       f" (distance: {r['distance']:.2f})"
                        f"{' [' + r['note'] + ']' if 'note' in r else ''}"
                        f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
                        f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"

@@ -295,7 +295,7 @@ def test_nothing_usable_keeps_the_old_index(small_docs, tmp_path, model):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 4 and all(line.startswith("index_build: skipping ") for line in lines[:3])
-    assert lines[3].startswith("index_build: error: none of the 3 .txt/.md files in ")
+    assert lines[3].startswith("index_build: error: none of the 3 documents in ")
     assert lines[3].endswith("can be used (see the lines above): nothing to index")
     assert snapshot(index_dir) == before
 

@@ -66,7 +66,7 @@ def uri_of(name):
 
 
 def mime_of(name):
-    return "text/markdown" if name.endswith(".md") else "text/plain"
+    return "text/plain" if name.endswith(".txt") else "text/markdown"
 
 
 def line(message):

@@ -5,9 +5,9 @@ lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, ev
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
 client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415. Issue 30: server.py 440, and
 index_build.py and index_search.py 860 together (the build owns reading, splitting, embedding
-and writing an index; index_search imports it, never the reverse). Issue 33: doc_readers.py,
-the readers of each format (documents in, text out), 300; reading moved there from
-index_build.py, whose budget became 600 of the 860, index_search.py's 260. No packed
+and writing an index; index_search imports it, never the reverse). Issue 33: server.py 460;
+doc_readers.py, the readers of each format (documents in, text out), 300; reading moved there
+from index_build.py, whose budget became 600 of the 860, index_search.py's 260. No packed
 assignments of unrelated values (`a, b = x, y`) in the protocol files: one value per statement.
 No line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see
 pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
@@ -29,7 +29,8 @@ BUDGETS = [
     ("client.py", None, 840),
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
-    ("server.py", None, 440),
+    ("mcp_skills.py", None, 115),
+    ("server.py", None, 460),
     ("index_build.py", None, 600),
     ("index_search.py", None, 260),
     ("doc_readers.py", None, 300),
