@@ -78,7 +78,8 @@ LABEL = re.compile(r"\b(?:label|title)=(?:\"([^\"]*)\"|'([^']*)'|\{[\"']([^\"']*
 RST_LINE = re.compile(r"([=\-`:'\"~^_*+#.<>])\1{2,}[ \t]*")
 RST_DIRECTIVE = re.compile(r"\.\.[ \t]+([\w:.+-]+?)::[ \t]*(.*)")
 RST_OPTION = re.compile(r":[\w -]+:(?:[ \t]|$)")
-RST_ROLE = re.compile(r":[\w:.+-]+:`([^`<]*?)\s*(?:<[^`>]*>)?`")  # :ref:`text <target>`
+# :ref:`text <target>`, and as MyST (markdown: a notebook's cells) writes a role, {ref}`text`.
+RST_ROLE = re.compile(r"(?::[\w:.+-]+:|\{[\w:.+-]+\})`([^`<]*?)\s*(?:<[^`>]*>)?`")
 RST_LINK = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?")            # `text <url>`_
 RST_LITERAL = re.compile(r"``([^`]+)``")
 RST_FOOTNOTE = re.compile(r"\s?\[[#*\w.-]*\]_")
@@ -471,9 +472,10 @@ def read_notebook(name, data):
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
     # A cell's source is a list of lines or one string: "".join takes both.
     cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]]
-    text = "\n\n".join(outside_code(source, mdx_prose) if kind == "markdown"  # tags: as in MDX
-                       else fenced(source, language) for kind, source in cells
-                       if kind in ("markdown", "code"))
+    # Markdown cells: tags go as in MDX, roles (Sphinx's or MyST's) as in rst.
+    text = "\n\n".join(outside_code(outside_code(source, mdx_prose), rst_inline)
+                       if kind == "markdown" else fenced(source, language)
+                       for kind, source in cells if kind in ("markdown", "code"))
     return Document(first_heading_title(text, name), [(None, text)], True)
 
 
