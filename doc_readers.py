@@ -447,8 +447,9 @@ def read_pdf(name, data):
     title = ""
     with contextlib.suppress(Exception):  # damaged metadata costs the title, not the file
         title = str(reader.metadata.title or "").strip()  # no metadata: AttributeError
-    return Document(document_title(title if title and not NO_TITLE.search(title) else parts[0][1],
-                                   name), parts, False)
+    # The metadata's title is text as it is: no markdown to strip ("the `graphics' bundle").
+    return Document(document_title(parts[0][1], name, {"title": "" if NO_TITLE.search(title)
+                                                       else title}), parts, False)
 
 
 def without_running_lines(pages):
