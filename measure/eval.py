@@ -306,9 +306,9 @@ MARKUP = {
         re.M),
     "rst title underline": re.compile(r"(?<=\S\n)([=\-~^\"'*+#])\1{3,}[ \t]*$", re.M),
     # What a PDF reader gets wrong: replacement characters, unmapped glyphs, control
-    # characters, letters spaced out one by one, words run together, a base64 blob.
+    # characters, words run together, a base64 blob.
     "PDF garbage": re.compile(r"\ufffd|\(cid:\d+\)|[\ue000-\uf8ff]|[\x00-\x08\x0b\x0c\x0e-\x1f]"
-                              r"|(?:\b\w ){6,}\w\b|[a-z]{26,}|[A-Za-z0-9+/]{100,}"),
+                              r"|[a-z]{26,}|[A-Za-z0-9+/]{100,}"),
 }
 # Lines that are a documentation site's chrome, not a page's text (Sphinx, Docusaurus, MkDocs).
 NAVIGATION = re.compile(
