@@ -138,6 +138,11 @@ CLIENT_SCENARIOS = [  # every client row of the two spec versions we speak, but 
     ("json-schema-2020-12-preservation", "2026-07-28")]
 
 
+# The skills extension's client scenarios (issue 34): run by name, with no spec version.
+SKILLS_CLIENT_SCENARIOS = [(f"sep-2640-client-{name}", "extension") for name in (
+    "no-prefetch", "verify-digest", "verify-size", "verify-frontmatter")]
+
+
 def client_rows():
     """(scenario, spec version) of each client scenario `list` names, for 2025-11-25 and
     2026-07-28; extensions and authorization (auth/...) are not ours here."""
@@ -150,17 +155,22 @@ def client_rows():
 
 def test_every_non_authorization_client_row_is_run():
     assert client_rows() == set(CLIENT_SCENARIOS)
+    listing = subprocess.run([NODE, str(SUITE), "list"], capture_output=True, text=True).stdout
+    skills = re.findall(r"- (sep-2640-client-\S+) \[extension\]", listing)
+    assert {(name, "extension") for name in skills} == set(SKILLS_CLIENT_SCENARIOS)
 
 
-@pytest.mark.parametrize("scenario, spec_version", CLIENT_SCENARIOS,
-                         ids=[f"{name}@{version}" for name, version in CLIENT_SCENARIOS])
+@pytest.mark.parametrize("scenario, spec_version", CLIENT_SCENARIOS + SKILLS_CLIENT_SCENARIOS,
+                         ids=[f"{name}@{version}" for name, version in
+                              CLIENT_SCENARIOS + SKILLS_CLIENT_SCENARIOS])
 def test_client_scenario_passes(tmp_path, scenario, spec_version):
     # The suite splits the command on spaces and hands the parts to a shell, joined by spaces
     # again: quoted, a path with a space (a checkout in "mcp min/") comes through whole.
     command = " ".join(shlex.quote(part) for part in CLIENT)
+    version = ["--spec-version", spec_version] if spec_version != "extension" else []
     done = subprocess.run([NODE, str(SUITE), "client", "--command", command, "--scenario",
-                           scenario, "--spec-version", spec_version], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120)
+                           scenario, *version], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
     out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # the report, uncoloured
     counts = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", out)
     assert counts and "OVERALL: PASSED" in out, out[-3000:]
