@@ -632,16 +632,10 @@ class Client:
         if not isinstance(skill, dict):
             skill = as_dict((await self.request("skills/get", {"uri": skill})).get("skill"))
         uri = str(skill.get("uri"))
-        folder = uri.removesuffix(SKILL_FILE)
-        listed = {str(as_dict(file).get("uri")): as_dict(file)
-                  for file in as_list(skill.get("resources"))}
-        outside = [file for file in [uri, *listed] if not file.startswith(f"{folder}/")]
-        if not uri.startswith("skill://") or not uri.endswith(SKILL_FILE) or outside:
-            raise SkillError(f"skill {uri[:200]!r}: {outside[:1] or 'its URI'} is not a skill:// "
-                             f"SKILL.md or a file in its folder; refused")
+        listed = listed_files(uri, skill)
         files = {uri: await self.read_skill_file(uri, listed.get(uri))}
         check_front_matter(uri, files[uri], as_dict(skill.get("frontmatter")))
-        for file in listed.keys() - {uri}:
+        for file in [file for file in listed if file != uri]:  # in the order listed
             files[file] = await self.read_skill_file(file, listed[file])
         return files
 
@@ -698,6 +692,20 @@ def unsupported(theirs):
 class SkillError(Exception):
     """A skill's file differs from what its entry says (size, digest, front matter), or lies
     outside its folder: its content is not used."""
+
+
+def listed_files(uri, skill):
+    """{uri: its entry} of each file the skill lists, once its URI is a skill's SKILL.md and each
+    file is in the skill's folder (a server may not send the client elsewhere). Else SkillError."""
+    listed = {str(as_dict(file).get("uri")): as_dict(file)
+              for file in as_list(skill.get("resources"))}
+    if not (uri.startswith("skill://") and uri.endswith(SKILL_FILE)):
+        raise SkillError(f"{uri[:200]!r} is not a skill's URI (skill://.../SKILL.md)")
+    outside = [file for file in listed if not file.startswith(uri.removesuffix(SKILL_FILE) + "/")]
+    if outside:
+        raise SkillError(f"{uri}: its skill lists {outside[0][:200]!r}, outside its folder; "
+                         "refused before any read")
+    return listed
 
 
 def checked_file(uri, content, listed):

@@ -1,0 +1,202 @@
+"""The client side of the official extensions (issue 34): a tool that answers with a task
+(io.modelcontextprotocol/tasks), and skills (io.modelcontextprotocol/skills, SEP-2640).
+
+Tasks: Client.call_tool follows the task to its result, polling tasks/get, answering its input
+requests with tasks/update through on_elicit, and sending tasks/cancel when the caller cancels.
+Wire tests: a scripted stdio server plays raw lines, and the client's trace gives the exact lines
+it sent.
+
+Skills: list_skills and read_skill against tests/tampered_skills_server.py, a real mcp_min server
+whose skills' entries tell the truth or lie (digest, size, front matter).
+"""
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from client import TASKS, Client, SkillError  # noqa: E402
+from mcp_min import MCPError  # noqa: E402
+from test_elicit_client import DISCOVERED, play, run  # noqa: E402
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+ASK_NAME = {"method": "elicitation/create", "params": {
+    "mode": "form", "message": "Your name?", "requestedSchema": NAME_FORM}}
+
+
+def task(status, **fields):
+    """One line: the answer to the request at hand, a task of id t-1 in `status`."""
+    result = {"resultType": "complete", "taskId": "t-1", "status": status,
+              "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z",
+              "ttlMs": 60000, "pollIntervalMs": 10, **fields}
+    return json.dumps({"jsonrpc": "2.0", "id": 0, "result": result}).replace('"id": 0',
+                                                                             '"id": "@id"')
+
+
+CREATED = task("working").replace('"resultType": "complete"', '"resultType": "task"')
+ACK = '{"jsonrpc":"2.0","id":"@id","result":{"resultType":"complete"}}'
+DONE = task("completed", result={"content": [{"type": "text", "text": "Hello, Ann!"}]})
+
+
+def requests(sent, method):
+    """The params of each request of `method` the client sent."""
+    messages = [json.loads(line) for line in sent]
+    return [message["params"] for message in messages if message.get("method") == method]
+
+
+def test_a_task_is_followed_to_its_result_and_its_question_answered_once(tmp_path):
+    asked = []
+
+    def on_elicit(message, schema):
+        asked.append(message)
+        return {"action": "accept", "content": {"name": "Ann"}}
+    question = task("input_required", inputRequests={"name": ASK_NAME})
+    steps = [[DISCOVERED], [CREATED], [task("working")], [question], [ACK], [question], [DONE]]
+    client, sent = play(tmp_path, steps, on_elicit=on_elicit)
+
+    async def body():
+        async with client:
+            return await client.call_tool("hello")
+    assert run(body()) == {"content": [{"type": "text", "text": "Hello, Ann!"}]}
+    assert asked == ["Your name?"]  # the same key on the next poll is not asked again
+    call = requests(sent, "tools/call")[0]
+    capabilities = call["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    assert capabilities["extensions"] == {TASKS: {}}
+    gets = requests(sent, "tasks/get")
+    assert len(gets) == 4 and all(params["taskId"] == "t-1" for params in gets)
+    update = requests(sent, "tasks/update")
+    assert [(p["taskId"], p["inputResponses"]) for p in update] == [
+        ("t-1", {"name": {"action": "accept", "content": {"name": "Ann"}}})]
+    assert not requests(sent, "tasks/cancel")
+
+
+def test_a_failed_task_is_the_calls_error_and_a_tool_error_its_result(tmp_path):
+    failed = task("failed", error={"code": -32603, "message": "the disk is full"})
+    tool_error = task("completed", result={"content": [], "isError": True})
+    client, _ = play(tmp_path, [[DISCOVERED], [CREATED], [failed], [CREATED], [tool_error]])
+
+    async def body():
+        async with client:
+            with pytest.raises(MCPError) as failure:
+                await client.call_tool("fill")
+            return failure.value, await client.call_tool("fill")
+    error, result = run(body())
+    assert (error.code, error.message) == (-32603, "the disk is full")
+    assert result == {"content": [], "isError": True}
+
+
+def test_a_cancelled_call_cancels_its_task_with_tasks_cancel(tmp_path):
+    client, sent = play(tmp_path, [[DISCOVERED], [CREATED], [task("working")]])
+
+    async def body():
+        async with client:
+            call = asyncio.ensure_future(client.call_tool("slow"))
+            while not requests(sent, "tasks/get"):  # the task is being polled
+                await asyncio.sleep(0.01)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+    run(body())
+    assert requests(sent, "tasks/cancel")[0]["taskId"] == "t-1"
+    assert not requests(sent, "notifications/cancelled")  # the spec: never for a task
+
+
+def test_a_task_that_runs_past_task_timeout_is_cancelled(tmp_path):
+    client, sent = play(tmp_path, [[DISCOVERED], [CREATED], [task("working")]],
+                        task_timeout=0.2)
+
+    async def body():
+        async with client:
+            with pytest.raises(TimeoutError, match="task_timeout"):
+                await client.call_tool("slow")
+    run(body())
+    assert requests(sent, "tasks/cancel")[0]["taskId"] == "t-1"
+
+
+def test_tasks_false_declares_no_extension(tmp_path):
+    client, sent = play(tmp_path, [[DISCOVERED], [DONE]], tasks=False)
+
+    async def body():
+        async with client:
+            await client.list_tools()
+    run(body())
+    assert "extensions" not in json.dumps(requests(sent, "tools/list"))
+
+
+# --- Skills, against a real server whose entries tell the truth or lie ---
+
+SKILLS_SERVER = [sys.executable, str(ROOT / "tests" / "tampered_skills_server.py")]
+
+
+def with_skills_server(body, legacy=False):
+    """body(client, reads) against tampered_skills_server.py; reads: the URIs read so far."""
+    reads = []
+
+    def trace(direction, line):
+        message = json.loads(line)
+        if direction == "→" and message.get("method") == "resources/read":
+            reads.append(message["params"]["uri"])
+
+    async def run_body():
+        async with Client(SKILLS_SERVER, trace=trace, legacy=legacy) as client:
+            return await body(client, reads)
+    return run(run_body())
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["2026-07-28", "2025-11-25"])
+def test_skills_are_listed_page_by_page_and_nothing_is_read_before_it_is_asked_for(legacy):
+    async def body(client, reads):
+        skills = await client.list_skills()
+        return [skill["uri"] for skill in skills], list(reads)
+    uris, reads = with_skills_server(body, legacy)
+    assert uris == [f"skill://{name}/SKILL.md" for name in
+                    ("good-skill", "bad-digest", "bad-size", "bad-frontmatter")]
+    assert reads == []
+
+
+def test_a_true_skill_is_read_whole_by_entry_or_by_uri():
+    async def body(client, reads):
+        skill = (await client.list_skills())[0]
+        by_entry = await client.read_skill(skill)
+        by_uri = await client.read_skill(skill["uri"])  # skills/get finds its entry
+        return by_entry, by_uri, reads
+    by_entry, by_uri, reads = with_skills_server(body)
+    assert by_entry == by_uri
+    assert list(by_entry)[0] == "skill://good-skill/SKILL.md"  # read first
+    assert by_entry["skill://good-skill/SKILL.md"].startswith("---\nname: good-skill\n")
+    assert by_entry["skill://good-skill/references/notes.md"] == "Notes for later.\n"
+    assert by_entry["skill://good-skill/assets/logo.bin"] == bytes(range(256))
+    assert reads[0] == "skill://good-skill/SKILL.md" and len(reads) == 6
+
+
+@pytest.mark.parametrize("name, refused, message", [
+    ("bad-digest", "references/notes.md", "sha256 digest is not the one its skill lists"),
+    ("bad-size", "SKILL.md", "bytes, but its skill lists"),
+    ("bad-frontmatter", "SKILL.md", "front matter differs from its skill's entry (description)")])
+def test_a_skill_whose_file_lies_is_refused_and_nothing_after_it_is_read(name, refused, message):
+    async def body(client, reads):
+        with pytest.raises(SkillError, match=re.escape(message)) as error:
+            await client.read_skill(f"skill://{name}/SKILL.md")
+        return str(error.value), reads
+    error, reads = with_skills_server(body)
+    assert error.startswith(f"skill://{name}/{refused}: ") and error.endswith("refused unused")
+    assert reads[-1] == f"skill://{name}/{refused}"  # the file that failed was the last read
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"uri": "skill://a/SKILL.md", "resources": [{"uri": "file:///etc/passwd"}]},
+     "'file:///etc/passwd', outside its folder"),
+    ({"uri": "skill://a/SKILL.md", "resources": [{"uri": "skill://ab/x"}]}, "outside"),
+    ({"uri": "https://example.com/a/SKILL.md"}, "is not a skill's URI"),
+    ({"uri": "skill://a/README.md"}, "is not a skill's URI")])
+def test_a_skill_that_names_a_file_outside_its_folder_is_refused_before_any_read(entry, message):
+    async def body(client, reads):
+        with pytest.raises(SkillError, match=message):
+            await client.read_skill(entry)
+        return reads
+    assert with_skills_server(body) == []
