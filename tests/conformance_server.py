@@ -12,6 +12,10 @@ both eras: a real elicitation/create request in 2025-11-25, an input_required re
 input-required sampling and roots rows; only test_input_required_result_multiple_inputs and
 test_missing_capability ask for them, through Context.ask), logging (test_tool_with_logging),
 which mcp_min left out to stay small.
+
+Tasks (mcp_tasks.py, the extension io.modelcontextprotocol/tasks): greet, slow_compute,
+failing_job, protocol_error_job, confirm_delete, multi_input and test_tool_with_task, as the
+suite's tasks-* scenarios (src/scenarios/server/tasks/*.ts) describe them.
 """
 import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
