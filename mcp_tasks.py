@@ -40,8 +40,8 @@ from mcp_min import (AT_END, INTERNAL_ERROR, INVALID_PARAMS, METHODS, MISSING_CA
 EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_TTL_MS = 3_600_000  # a task is kept an hour after it was created, unless its tool says
 DEFAULT_POLL_MS = 500  # how often a client should ask tasks/get
-MAX_TASKS = 10_000  # tasks kept at once, in all; then a call that would make one is refused
-MAX_TASKS_EACH = 1_000  # tasks kept at once for one caller
+MAX_TASKS = 1_000  # tasks kept at once (a result may be megabytes); past that, calls are refused
+MAX_TASKS_EACH = 100  # tasks kept at once for one caller
 clock = time.monotonic  # what ttls are measured on; a test may put its own clock here
 
 
