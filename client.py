@@ -729,8 +729,8 @@ def checked_file(uri, content, listed):
 
 def check_front_matter(uri, text, expected):
     """SKILL.md's front matter is the entry's: the same fields, each top-level `key: value` the
-    same (a quoted one unquoted; a number or true as JSON writes it); a field that holds a
-    nested block is only checked to be there. Its name is the skill's folder. Else SkillError."""
+    same (same_value); a field that holds a nested block is only checked to be there. Its name
+    is the skill's folder. Else SkillError."""
     found = FRONT_MATTER.match(text) if isinstance(text, str) else None  # bytes: a blob
     fields = {}
     for line in found[1].splitlines() if found else []:
@@ -740,7 +740,7 @@ def check_front_matter(uri, text, expected):
         elif line.strip() and fields:  # an indented line: the field before holds a block
             fields[list(fields)[-1]] = None
     wrong = sorted(key for key in fields.keys() | expected.keys() if key not in fields
-                   or key not in expected or fields[key] not in (None, *yaml_forms(expected[key])))
+                   or key not in expected or not same_value(fields[key], expected[key]))
     folder = uri.removesuffix(SKILL_FILE).rpartition("/")[2]
     if not found or wrong or expected.get("name") != folder:
         raise SkillError(f"{uri}: its front matter differs from its skill's entry "
@@ -748,10 +748,15 @@ def check_front_matter(uri, text, expected):
                          "refused unused")
 
 
-def yaml_forms(value):
-    """How a scalar may be written in YAML front matter: plain, or quoted."""
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text, json.dumps(text), f"'{text}'"
+def same_value(written, value):
+    """Whether a front matter value, as written, is the entry's value: in a form YAML shares with
+    JSON ("text", {"a": 1}, [1], 1.0, true), 'single-quoted', or plain text. None: the field
+    holds a nested block, which only has to be there."""
+    with contextlib.suppress(ValueError, TypeError):
+        if written is None or json.loads(written) == value:
+            return True
+    quoted = len(written) > 1 and written[0] == written[-1] == "'"
+    return (written[1:-1].replace("''", "'") if quoted else written) == value
 
 
 def as_dict(value):  # what a well-behaved server sends as an object; {} for anything else

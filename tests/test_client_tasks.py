@@ -4,10 +4,13 @@
 Tasks: Client.call_tool follows the task to its result, polling tasks/get, answering its input
 requests with tasks/update through on_elicit, and sending tasks/cancel when the caller cancels.
 Wire tests: a scripted stdio server plays raw lines, and the client's trace gives the exact lines
-it sent.
+it sent. Then the same against this project's own server, tests/tasks_server.py (mcp_tasks),
+over stdio and Streamable HTTP (where the server refuses a tasks/* request whose Mcp-Name header
+does not name its task).
 
-Skills: list_skills and read_skill against tests/tampered_skills_server.py, a real mcp_min server
-whose skills' entries tell the truth or lie (digest, size, front matter).
+Skills: list_skills and read_skill against this project's mcp_skills serving tests/skills/, and
+against tests/tampered_skills_server.py, a real mcp_min server whose skills' entries tell the
+truth or lie (digest, size, front matter).
 """
 import asyncio
 import json
@@ -20,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from client import TASKS, Client, SkillError  # noqa: E402
+from client import TASKS, Client, HTTPClient, SkillError  # noqa: E402
+from conftest import http_server_port  # noqa: E402
 from mcp_min import MCPError  # noqa: E402
 from test_elicit_client import DISCOVERED, play, run  # noqa: E402
 
@@ -128,6 +132,84 @@ def test_tasks_false_declares_no_extension(tmp_path):
     assert "extensions" not in json.dumps(requests(sent, "tools/list"))
 
 
+# --- Tasks against this project's server: tests/tasks_server.py, stdio and HTTP ---
+
+TASKS_SERVER = [sys.executable, str(ROOT / "tests" / "tasks_server.py")]
+
+
+@pytest.fixture(scope="module")
+def tasks_url():
+    ports = http_server_port(TASKS_SERVER + ["--http", "0"])
+    yield f"http://127.0.0.1:{next(ports)}/mcp"
+    ports.close()  # stops the server
+
+
+def tasks_client(transport, url, **options):
+    """A client of tasks_server.py, and the messages it sent and received, as on the wire."""
+    lines = []
+    trace = lambda direction, line: lines.append((direction, json.loads(line)))  # noqa: E731
+    if transport == "stdio":
+        return Client(TASKS_SERVER, trace=trace, **options), lines
+    return HTTPClient(url, auth=False, trace=trace, **options), lines
+
+
+NAMES = {"First name?": "Ann", "Last name?": "Lee"}  # what the user answers ask_twice
+
+
+def sent(lines, method):
+    return [message["params"] for direction, message in lines
+            if direction == "→" and message.get("method") == method]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_call_tool_returns_a_task_tools_result_answering_its_questions(transport, tasks_url):
+    def on_elicit(message, schema):
+        return {"action": "accept", "content": {"name": NAMES[message]}}
+    client, lines = tasks_client(transport, tasks_url, on_elicit=on_elicit)
+
+    async def body():
+        async with client:
+            with pytest.raises(MCPError, match="no database"):
+                await client.call_tool("rpc_error")  # the task failed: the call's error
+            return await client.call_tool("ask_twice")
+    assert run(body())["content"] == [{"type": "text", "text": "Ann Lee"}]
+    created = [message["result"] for direction, message in lines
+               if direction == "←" and message.get("result", {}).get("resultType") == "task"]
+    assert len(created) == 2  # each call made a task
+    updates = sent(lines, "tasks/update")
+    assert [update["taskId"] for update in updates] == [created[1]["taskId"]] * 2
+    assert [list(update["inputResponses"]) for update in updates] == [["answer"], ["answer-2"]]
+    assert all(get["taskId"] in (created[0]["taskId"], created[1]["taskId"])
+               for get in sent(lines, "tasks/get"))
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_cancelled_call_cancels_its_task_on_the_server(transport, tasks_url):
+    client, lines = tasks_client(transport, tasks_url)
+
+    async def body():
+        async with client:
+            call = asyncio.ensure_future(client.call_tool("sleeper", {"seconds": 600}))
+            while not sent(lines, "tasks/get"):  # the task is made, and being polled
+                await asyncio.sleep(0.01)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            task_id = sent(lines, "tasks/get")[0]["taskId"]
+            assert sent(lines, "tasks/cancel") == [{"taskId": task_id, "_meta": sent(
+                lines, "tasks/get")[0]["_meta"]}]
+            status = None
+            stopped = transport == "http"  # over stdio, the tool says on stderr that it stopped
+            for _ in range(300):  # the spec lets a cancellation take effect later: 15 s at most
+                status = (await client.request("tasks/get", {"taskId": task_id}))["status"]
+                stopped = stopped or "sleeper: cancelled" in "\n".join(client.stderr_tail)
+                if status == "cancelled" and stopped:
+                    break
+                await asyncio.sleep(0.05)
+            return status, stopped
+    assert run(body()) == ("cancelled", True)
+
+
 # --- Skills, against a real server whose entries tell the truth or lie ---
 
 SKILLS_SERVER = [sys.executable, str(ROOT / "tests" / "tampered_skills_server.py")]
@@ -146,6 +228,34 @@ def with_skills_server(body, legacy=False):
         async with Client(SKILLS_SERVER, trace=trace, legacy=legacy) as client:
             return await body(client, reads)
     return run(run_body())
+
+
+SKILLS_PY = """
+import sys
+sys.path.insert(0, {root!r})
+import mcp_skills
+from mcp_min import Server
+server = Server("skills")
+mcp_skills.add_skills(server, {folder!r})
+server.run()
+"""
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["2026-07-28", "2025-11-25"])
+def test_the_skills_mcp_skills_serves_are_read_and_checked(tmp_path, legacy):
+    script = tmp_path / "skills_server.py"
+    script.write_text(SKILLS_PY.format(root=str(ROOT), folder=str(ROOT / "tests" / "skills")))
+
+    async def body():
+        async with Client([sys.executable, str(script)], legacy=legacy) as client:
+            skills = await client.list_skills()
+            return skills, await client.read_skill(skills[0]["uri"])
+    skills, files = run(body())
+    assert [skill["uri"] for skill in skills] == ["skill://pdf-processing/SKILL.md"]
+    on_disk = ROOT / "tests" / "skills" / "pdf-processing"
+    assert files == {"skill://pdf-processing/SKILL.md": (on_disk / "SKILL.md").read_text(),
+                     "skill://pdf-processing/references/FORMS.md":
+                         (on_disk / "references" / "FORMS.md").read_text()}
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["2026-07-28", "2025-11-25"])
