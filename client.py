@@ -587,10 +587,12 @@ class Client:
                 raise TimeoutError(f"tool {name!r}: its task ran past task_timeout, "
                                    f"{self.task_timeout} s, and was cancelled") from None
             raise
+        error = as_dict(task.get("error"))
         if task["status"] == "completed":
             return as_dict(task.get("result"))
         if task["status"] == "failed":
-            raise MCPError(*map(as_dict(task.get("error")).get, ("code", "message", "data")))
+            raise MCPError(error.get("code", INTERNAL_ERROR), error.get("message", "its task "
+                           f"failed: {task.get('statusMessage')}"), error.get("data"))
         raise MCPError(INTERNAL_ERROR, f"tool {name!r}: the server cancelled its task "
                                        f"({task.get('statusMessage', 'no reason given')})")
 
@@ -600,7 +602,8 @@ class Client:
         the answers go back with tasks/update, as the spec says, before the next poll."""
         answered = set()  # the keys of inputRequests answered already
         while task.get("status") not in TASK_ENDS:
-            asked = as_dict(task.get("inputRequests")) if task["status"] == "input_required" else {}
+            waiting = task.get("status") == "input_required"
+            asked = as_dict(task.get("inputRequests")) if waiting else {}
             new = {key: as_dict(question) for key, question in asked.items() if key not in answered}
             if new:
                 answers = {key: await self.elicit(question) for key, question in new.items()}

@@ -82,16 +82,22 @@ def test_a_task_is_followed_to_its_result_and_its_question_answered_once(tmp_pat
 def test_a_failed_task_is_the_calls_error_and_a_tool_error_its_result(tmp_path):
     failed = task("failed", error={"code": -32603, "message": "the disk is full"})
     tool_error = task("completed", result={"content": [], "isError": True})
-    client, _ = play(tmp_path, [[DISCOVERED], [CREATED], [failed], [CREATED], [tool_error]])
+    bare = task("failed", statusMessage="out of luck")  # no error: a broken server
+    client, _ = play(tmp_path, [[DISCOVERED], [CREATED], [failed], [CREATED], [tool_error],
+                                [CREATED], [bare]])
 
     async def body():
         async with client:
             with pytest.raises(MCPError) as failure:
                 await client.call_tool("fill")
-            return failure.value, await client.call_tool("fill")
-    error, result = run(body())
+            result = await client.call_tool("fill")
+            with pytest.raises(MCPError) as broken:
+                await client.call_tool("fill")
+            return failure.value, result, broken.value
+    error, result, broken = run(body())
     assert (error.code, error.message) == (-32603, "the disk is full")
     assert result == {"content": [], "isError": True}
+    assert (broken.code, broken.message) == (-32603, "its task failed: out of luck")
 
 
 def test_a_cancelled_call_cancels_its_task_with_tasks_cancel(tmp_path):
