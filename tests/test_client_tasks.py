@@ -15,6 +15,7 @@ truth or lie (digest, size, front matter).
 import asyncio
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -214,6 +215,39 @@ def test_a_cancelled_call_cancels_its_task_on_the_server(transport, tasks_url):
                 await asyncio.sleep(0.05)
             return status, stopped
     assert run(body()) == ("cancelled", True)
+
+
+@pytest.fixture(scope="module")
+def conformance_url():
+    """tests/conformance_server.py: the task tools the suite's tasks-* scenarios call."""
+    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "conformance_server.py"),
+                                "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        yield re.search(r"(http://\S+/mcp)", process.stderr.readline()).group(1)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_the_suites_task_tools_through_http_client(conformance_url):
+    """Each kind of task the suite's scenarios make, through call_tool: questions before the
+    task (SEP-2322) and in it, two at once, a tool error, and a JSON-RPC error."""
+    def on_elicit(message, schema):
+        content = {"name": "Ann", "confirm": True}
+        return {"action": "accept", "content": {key: content[key] for key in schema["properties"]}}
+
+    async def body():
+        async with HTTPClient(conformance_url, auth=False, on_elicit=on_elicit) as client:
+            texts = [(await client.call_tool(name, arguments))["content"][0]["text"]
+                     for name, arguments in [("test_tool_with_task", {}), ("multi_input", {}),
+                                             ("confirm_delete", {"filename": "a.txt"})]]
+            failed = await client.call_tool("failing_job")
+            with pytest.raises(MCPError, match="an internal error, on purpose"):
+                await client.call_tool("protocol_error_job")
+            return texts, failed["isError"]
+    texts, is_error = run(body())
+    assert texts == ["Hello, Ann!", "answers: accept, accept", "Deleted a.txt"]
+    assert is_error is True
 
 
 # --- Skills, against a real server whose entries tell the truth or lie ---
