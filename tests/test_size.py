@@ -128,7 +128,7 @@ def test_ruff_check_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-README_BUDGET = 400  # lines: a tutorial read in one sitting
+README_BUDGET = 440  # lines: a tutorial read in one sitting (issue 34: 440, with the extensions)
 
 
 def test_readme_fits_its_budget():
