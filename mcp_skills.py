@@ -13,35 +13,37 @@ front matter with at least name and description, then the instructions) and any 
     mcp_skills.add_skills(server, "skills")  # each folder of skills/ is a skill
     server.run()
 
-What a client then sees: the extension in capabilities.extensions, {"directoryRead": true}, and
-  skills/list {cursor?} -> {"skills": [entry, ...], nextCursor?}, in pages as resources/list;
+What a client then sees: capabilities.extensions["io.modelcontextprotocol/skills"] is
+{"directoryRead": true}, the "resources" capability is there too, and
+  skills/list {cursor?} -> {"skills": [entry, ...], nextCursor?}, in pages of mcp_min.PAGE_SIZE;
   skills/get {uri} -> {"skill": entry}, uri the skill's SKILL.md; any other uri: -32602;
   entry = {"uri": "skill://pdf-processing/SKILL.md", "frontmatter": {as the file has it},
            "resources": [{"uri", "digest": "sha256:<64 hex>", "size": bytes} for each file of
                          the skill, SKILL.md first]};
-  resources/read and resources/list: each file at skill://<name>/<path> (percent-encoded), a
-    UTF-8 file as text, any other as a blob; SKILL.md as text/markdown, named and described by
-    its front matter;
+  resources/list and resources/read: each file at skill://<name>/<path> (percent-encoded), a
+    UTF-8 file as text, any other as a blob; SKILL.md as text/markdown, with the name and the
+    description of its front matter; any other file named by its path in the skill;
   resources/directory/read {uri, cursor?} -> {"resources": [the direct children of a skill's
-    folder or of a folder in it: files as resources/list has them, folders with mimeType
-    inode/directory], nextCursor?}; any other uri: -32602.
-On 2026-07-28 these results carry ttlMs 0 and cacheScope: a file may change at any time.
+    folder (skill://<name>) or of a folder in it: files as resources/list has them, folders as
+    {"uri", "name", "mimeType": "inode/directory"}], nextCursor?}; any other uri: -32602.
+On 2026-07-28 these results carry ttlMs 0 and cacheScope "public": a file may change at any time.
 
-A skill is checked when it is added, and a malformed one raises ValueError with one line that
-names its file (relative to the folder of skills): SKILL.md must open with front matter; its name
-must follow the Agent Skills naming rules (1-64 lowercase letters, digits and hyphens, no hyphen
-first, last or twice in a row) and equal the folder's name; each file must be a regular file
-inside the folder once symlinks are resolved (a symlinked folder is refused); at most MAX_FILES
-files and MAX_BYTES bytes. Hidden files and folders (".git") are no part of a skill.
+A skill is checked when it is added; a malformed one raises ValueError, one line that names its
+file (as skill-folder/path): SKILL.md must open with front matter, with a name and a description;
+the name must follow the Agent Skills naming rules (1-64 lowercase letters, digits and hyphens, no
+hyphen first, last or twice in a row) and be the folder's; each file must be a readable regular
+file inside the folder once symlinks are resolved; at most MAX_FILES files of MAX_BYTES in all.
+Hidden files and folders (".git") are no part of a skill; symlinked folders are not followed.
 
 Files are read when asked, never kept: skills/list and skills/get hash the files of the skills
-they return, so a digest is always that of the file as it is then. Which files a skill has is
-fixed when it is added.
+they return, so a digest is that of the file as it is then (and SKILL.md's front matter is that
+of the very bytes hashed). Which files a skill has is fixed when it is added.
 
-The front matter is read as YAML reads it, for the part of YAML this file knows: `key: value`
-lines, and `key:` followed by indented `key: value` lines (one level: metadata); a value plain,
-"double-quoted" (JSON's escapes) or 'single-quoted'. Anything else is refused, as is a plain value
-that YAML would read as no string (1.0, true, null): quote it.
+The front matter is read as YAML reads it, for the part of YAML this file knows: one `key: value`
+per line (blank lines and # comments aside), the value JSON ("text", {"author": "me"}, 2: YAML
+reads JSON as JSON), 'single-quoted' text, or plain text. Anything else is refused (a list, an
+indented block, a value over several lines), as is plain text that YAML would read otherwise
+(1.0, true, null, a: b): quote it.
 
 Needs mcp_min.py with its sections 7 (pagination) and 8 (resources).
 Spec: https://modelcontextprotocol.io/seps/2640-skills-extension
@@ -148,7 +150,7 @@ def front_matter(text, label):
     """The front matter of a SKILL.md as YAML reads it, for the part of YAML this file knows."""
     found = isinstance(text, str) and FRONT_MATTER.match(text)
     if not found:
-        raise ValueError(f"{label}: no front matter: a line ---, name: and description:, a ---")
+        raise ValueError(f"{label}: no front matter: UTF-8, from ---, name:, description:, ---")
     fields = {}
     for number, line in enumerate(found[1].splitlines(), 2):
         parts = LINE.fullmatch(line)
@@ -158,7 +160,7 @@ def front_matter(text, label):
             raise ValueError(f"{label} line {number}: not a `key: value` line of a new key")
         fields[parts[1]] = scalar(parts[2], f"{label} line {number}")
     if not all(isinstance(fields.get(key), str) and fields[key] for key in ("name", "description")):
-        raise ValueError(f"{label}: the front matter needs a name and a description")
+        raise ValueError(f"{label}: the front matter needs a name and a description, as text")
     return fields
 
 
