@@ -599,9 +599,10 @@ class Client:
     async def follow_task(self, task, task_id):
         """tasks/get, after the server's pollIntervalMs, until the task ends; its last state.
         Each of its inputRequests goes to on_elicit once (a later poll may show it again), and
-        the answers go back with tasks/update, as the spec says, before the next poll."""
+        the answers go back with tasks/update, as the spec says, before the next poll. At least
+        one poll: the task as made holds no result, even if it ended at once."""
         answered = set()  # the keys of inputRequests answered already
-        while task.get("status") not in TASK_ENDS:
+        while True:
             waiting = task.get("status") == "input_required"
             asked = as_dict(task.get("inputRequests")) if waiting else {}
             new = {key: as_dict(question) for key, question in asked.items() if key not in answered}
@@ -614,7 +615,8 @@ class Client:
                 wait = wait if type(wait) in (int, float) else TASK_POLL_MS
                 await asyncio.sleep(min(max(wait, 10), MAX_TASK_POLL_MS) / 1000)  # 0: no busy loop
             task = await self.request("tasks/get", task_id)
-        return task
+            if task.get("status") in TASK_ENDS:
+                return task
 
     # --- Skills: folders of instructions a host loads when they fit (extension
     #     io.modelcontextprotocol/skills, SEP-2640) ---

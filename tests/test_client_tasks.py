@@ -101,6 +101,17 @@ def test_a_failed_task_is_the_calls_error_and_a_tool_error_its_result(tmp_path):
     assert (broken.code, broken.message) == (-32603, "its task failed: out of luck")
 
 
+def test_a_task_that_ended_at_once_is_still_asked_for_its_result(tmp_path):
+    ended = CREATED.replace('"status": "working"', '"status": "completed"')  # and no result
+    client, sent = play(tmp_path, [[DISCOVERED], [ended], [DONE]])
+
+    async def body():
+        async with client:
+            return await client.call_tool("quick")
+    assert run(body())["content"][0]["text"] == "Hello, Ann!"
+    assert [params["taskId"] for params in requests(sent, "tasks/get")] == ["t-1"]
+
+
 def test_a_cancelled_call_cancels_its_task_with_tasks_cancel(tmp_path):
     client, sent = play(tmp_path, [[DISCOVERED], [CREATED], [task("working")]])
 
