@@ -282,14 +282,14 @@ class Client:
         """The one reader of the server's stdout: every message goes to on_message."""
         read = functools.partial(self.process.stdout.read, 65536)
         logs = "a server must write logs to stderr only"
-        async for line in read_lines(read, self.max_message_bytes):
-            if isinstance(line, tuple) and ID_AT_START.match(line[0]):  # an answer, too big
-                self.refuse_oversized(*line)
+        async for line, size in read_lines(read, self.max_message_bytes):
+            if size > self.max_message_bytes and ID_AT_START.match(line):  # an answer, too big
+                self.refuse_oversized(line[:200], size)
                 continue
-            if isinstance(line, tuple):
-                return await self.fail(f"the server wrote a line of {line[1]} bytes to stdout, "
+            if size > self.max_message_bytes:
+                return await self.fail(f"the server wrote a line of {size} bytes to stdout, "
                                        f"over the {self.max_message_bytes}-byte limit, "
-                                       f"starting {line[0][:80]!r}; {logs}")
+                                       f"starting {line[:80]!r}; {logs}")
             self.call_back(self.trace, "←", line.decode(errors="replace").rstrip("\r"))
             try:
                 message = parse_message(line)
@@ -369,8 +369,9 @@ class Client:
 
     async def read_stderr(self):
         """The server's log, drained whatever its line lengths; its last lines are kept."""
-        async for line in read_lines(functools.partial(self.process.stderr.read, 65536), 2000):
-            text = line[0] + b"..." if isinstance(line, tuple) else line  # a line over 2 kB
+        read = functools.partial(self.process.stderr.read, 65536)
+        async for line, size in read_lines(read, 2000):
+            text = line[:2000] + b"..." if size > 2000 else line  # a line over 2 kB
             self.stderr_tail = (self.stderr_tail + [text.decode(errors="replace").rstrip()])[-10:]
 
     def last_words(self):

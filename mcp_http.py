@@ -374,7 +374,7 @@ class HTTPTransport:
                 session = {}  # no session, or another caller's (OAuth): nobody waits for it
                 with contextlib.suppress(HTTPError):
                     session = self.legacy_session(request)
-                self.server.receive_response(message, session)
+                self.server.handle_notification(message, session)
                 return await self.send(writer, 202, {})
             check_request(message)  # a request's id is checked there too
         except MCPError as e:
@@ -442,8 +442,9 @@ class HTTPTransport:
         request_id = message["id"]
         method = message["method"]
         params = message.get("params", {})
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         try:
-            if not self.server.modern_version(method, params):  # no _meta: not a modern request
+            if not self.server.modern_version(method, meta):  # no _meta: not a modern request
                 raise MCPError(INVALID_PARAMS, f"Invalid params: params._meta needs {META}"
                                                f"protocolVersion and {META}clientCapabilities")
         except MCPError as e:
