@@ -24,6 +24,7 @@ from typing import Annotated
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp_min import INTERNAL_ERROR, Context, MCPError, Server, ToolResult  # noqa: E402
 import mcp_http  # noqa: E402
+import mcp_skills  # noqa: E402
 import mcp_tasks  # noqa: E402
 
 server = Server("mcp-min-conformance", "1.0.0")
@@ -421,6 +422,11 @@ def test_prompt_with_image() -> list:
     return [{"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
             {"role": "user", "content": {"type": "text",
                                          "text": "Please analyze the image above."}}]
+
+
+# Skills (SEP-2640; the suite's sep-2640-skills-* scenarios): tests/skills/, one skill with a
+# folder in it, for resources/directory/read.
+mcp_skills.add_skills(server, Path(__file__).resolve().parent / "skills")
 
 
 if __name__ == "__main__":

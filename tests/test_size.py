@@ -27,6 +27,7 @@ BUDGETS = [
     ("client.py", None, 840),
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
+    ("mcp_skills.py", None, 115),
     ("server.py", None, 440),
     ("index_build.py", None, 611),
     ("index_search.py", None, 249),
