@@ -23,7 +23,6 @@ NOT_SUPPORTED = {  # scenario -> why mcp_min cannot pass it
     "logging-set-level": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
     "tools-call-with-logging": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
 }
-NOT_SUPPORTED_PREFIXES = ()  # the extensions (issue 34): tasks-* and sep-2640-* all run
 # Change notifications (issue 23): scenario -> the checks that must run and pass, at least.
 NOTIFICATIONS = {"2025-11-25": {"resources-subscribe": 1, "resources-unsubscribe": 1,
                                 "server-sse-polling": 3},
@@ -36,16 +35,6 @@ ELICITATION = {"2025-11-25": {"tools-call-elicitation", "elicitation-sep1034-def
                    "missing-input-response", "non-tool-request", "result-type",
                    "unsupported-methods", "tampered-state", "capability-check",
                    "ignore-extra-params", "validate-input")}}
-
-# Tasks (issue 34, SEP-2663, mcp_tasks.py): an extension's scenarios are in no spec version's rows,
-# so `--suite all` runs none; each runs by name, at the version it is tagged with (2026-07-28).
-# scenario -> the checks it must run, at least, every one passed: none failed, skipped or warned.
-TASKS = {"tasks-lifecycle": 9, "tasks-capability-negotiation": 5, "tasks-wire-fields": 4,
-         "tasks-request-state-removal": 3, "tasks-mrtr-input": 4, "tasks-request-headers": 5,
-         "tasks-dispatch-and-envelope": 9, "tasks-required-task-error": 3,
-         "tasks-mrtr-composition": 2}
-TASKS_PLACEHOLDER = {"tasks-status-notifications": "the suite's placeholder: its one check is "
-                     "skipped until it is rewritten for subscriptions/listen"}
 
 
 def find_node():
@@ -96,7 +85,7 @@ def run_suite(url, tmp_path, spec_version):
 
 
 def supported(name):
-    return name not in NOT_SUPPORTED and not name.startswith(NOT_SUPPORTED_PREFIXES)
+    return name not in NOT_SUPPORTED
 
 
 def versions():
@@ -132,6 +121,41 @@ def test_every_supported_scenario_passes(url, tmp_path, spec_version):
     assert all(results[name][0] > 0 for name in elicitation), {n: results[n] for n in elicitation}
 
 
+# --- The extensions' server scenarios: run by name, as `--suite all --spec-version V` leaves
+# extensions out. Skills (SEP-2640, mcp_skills.py): each must run real checks and pass them all,
+# nothing skipped, at the version the suite runs extensions in (2026-07-28), and at 2025-11-25
+# (--force) too, where the suite itself skips its checks of 2026-07-28's cache attributes.
+SKILLS = {"sep-2640-skills-enumeration": 32, "sep-2640-skills-manifest": 6,
+          "sep-2640-skills-directory": 7}  # scenario -> the checks it runs at 2026-07-28
+NOT_IN_2025 = {"sep-2640-skills-list-cache-attributes", "sep-2640-skills-get-cache-attributes"}
+
+
+@pytest.mark.parametrize("spec_version", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize("scenario", sorted(SKILLS))
+def test_skills_scenario_passes_every_check(url, tmp_path, scenario, spec_version):
+    forced = ["--spec-version", spec_version, "--force"] if spec_version != "2026-07-28" else []
+    done = subprocess.run([NODE, str(SUITE), "server", "--url", url, "--scenario", scenario,
+                           "-o", str(tmp_path), *forced], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    [found] = tmp_path.glob("*/checks.json")
+    statuses = {check["id"]: check["status"] for check in json.loads(found.read_text())}
+    skipped = {name for name, status in statuses.items() if status == "SKIPPED"}
+    assert skipped == (NOT_IN_2025 & set(statuses) if forced else set()), statuses
+    assert set(statuses.values()) <= {"SUCCESS", "SKIPPED"}, done.stdout[-3000:]
+    assert len(statuses) == SKILLS[scenario] and done.returncode == 0, statuses
+
+
+# Tasks (SEP-2663, mcp_tasks.py): each runs by name at the version the suite runs extensions in
+# (2026-07-28); the extension is not defined in 2025-11-25 (SEP-2663, Backward Compatibility).
+# scenario -> the checks it must run, at least, every one passed: none failed, skipped or warned.
+TASKS = {"tasks-lifecycle": 9, "tasks-capability-negotiation": 5, "tasks-wire-fields": 4,
+         "tasks-request-state-removal": 3, "tasks-mrtr-input": 4, "tasks-request-headers": 5,
+         "tasks-dispatch-and-envelope": 9, "tasks-required-task-error": 3,
+         "tasks-mrtr-composition": 2}
+TASKS_PLACEHOLDER = {"tasks-status-notifications": "the suite's placeholder: its one check is "
+                     "skipped until it is rewritten for subscriptions/listen"}
+
+
 @pytest.fixture(scope="module")
 def tasks_checks(url, tmp_path_factory):
     """Every tasks scenario, all at once (they mostly wait: slow_compute sleeps): {scenario:
@@ -159,30 +183,6 @@ def test_tasks_scenario_passes_every_check(tasks_checks, scenario):
     checks = tasks_checks[scenario]
     assert len(checks) >= TASKS[scenario], checks
     assert {status for _, status in checks} == {"SUCCESS"}, checks
-
-
-# --- The extensions' server scenarios: run by name, as `--suite all --spec-version V` leaves
-# extensions out. Skills (SEP-2640, mcp_skills.py): each must run real checks and pass them all,
-# nothing skipped, at the version the suite runs extensions in (2026-07-28), and at 2025-11-25
-# (--force) too, where the suite itself skips its checks of 2026-07-28's cache attributes.
-SKILLS = {"sep-2640-skills-enumeration": 32, "sep-2640-skills-manifest": 6,
-          "sep-2640-skills-directory": 7}  # scenario -> the checks it runs at 2026-07-28
-NOT_IN_2025 = {"sep-2640-skills-list-cache-attributes", "sep-2640-skills-get-cache-attributes"}
-
-
-@pytest.mark.parametrize("spec_version", ["2026-07-28", "2025-11-25"])
-@pytest.mark.parametrize("scenario", sorted(SKILLS))
-def test_skills_scenario_passes_every_check(url, tmp_path, scenario, spec_version):
-    forced = ["--spec-version", spec_version, "--force"] if spec_version != "2026-07-28" else []
-    done = subprocess.run([NODE, str(SUITE), "server", "--url", url, "--scenario", scenario,
-                           "-o", str(tmp_path), *forced], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
-    [found] = tmp_path.glob("*/checks.json")
-    statuses = {check["id"]: check["status"] for check in json.loads(found.read_text())}
-    skipped = {name for name, status in statuses.items() if status == "SKIPPED"}
-    assert skipped == (NOT_IN_2025 & set(statuses) if forced else set()), statuses
-    assert set(statuses.values()) <= {"SUCCESS", "SKIPPED"}, done.stdout[-3000:]
-    assert len(statuses) == SKILLS[scenario] and done.returncode == 0, statuses
 
 
 # --- The client scenarios: the suite's own test servers against our HTTPClient ---
