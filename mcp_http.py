@@ -58,7 +58,9 @@ MISSING_CAPABILITY = -32021  # raised by mcp_min's elicitation, which a core-onl
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                 UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}
-NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # Mcp-Name
+# Mcp-Name: the body field it copies, by method; the Tasks extension's methods name their task
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+            "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 # auth: the identity that the token check (mcp_auth) returned; None without one
 Request = collections.namedtuple("Request", "method path headers body query auth",
                                  defaults=("", None))
