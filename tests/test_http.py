@@ -872,6 +872,11 @@ def test_client_reopens_a_legacy_session_only_once():
 
 
 flooded = []  # progress values test_flood has sent
+flood_ended = threading.Event()  # test_flood has sent its last progress
+# Progress events of 1 kB each: 10 MB, far past MAX_BACKLOG and the kernel's buffers (4 MB at most)
+FLOOD = 10_000
+PADDING = "." * 1000
+WAIT = 300  # seconds: a generous bound on a wait for an event, never a race on a busy machine
 
 
 @server.tool(name="test_flood")
@@ -880,36 +885,44 @@ def flood(count: int, ctx: Context) -> str:
     for i in range(count):
         if ctx.cancelled:
             return "stopped"
-        ctx.report_progress(i, count)
+        ctx.report_progress(i, count, PADDING)
         flooded.append(i)
+    flood_ended.set()
     return "flooded"
 
 
 def test_a_flooding_tool_never_waits_and_a_slow_reader_gets_the_latest(live):
     # Backpressure on SSE, as on stdio: while the client reads nothing, progress past MAX_BACKLOG
     # unread is skipped, so the server's memory stays flat and the tool never blocks; the client
-    # then reads fewer events than were sent, in increasing order, and the answer.
+    # then reads fewer events than were sent, in increasing order, and the answer. A transport of
+    # its own whose write_timeout outlasts the wait: on a busy machine the flood may take long,
+    # and the live one's 30 s would cut the reader off first; a tool that waited fails the wait.
     flooded.clear()
-    body, headers = modern("tools/call", {"name": "test_flood", "arguments": {"count": 60_000},
+    flood_ended.clear()
+    transport = mcp_http.HTTPTransport(server, write_timeout=2 * WAIT)
+    listener = asyncio.run_coroutine_threadsafe(transport.start("127.0.0.1", 0), live.loop).result()
+    body, headers = modern("tools/call", {"name": "test_flood", "arguments": {"count": FLOOD},
                                           "_meta": {"progressToken": 1}})
     data = json.dumps(body).encode()
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", live.port))
-        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                     b"Accept: text/event-stream\r\n"
-                     + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
-                     + b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        deadline = time.time() + 30
-        while len(flooded) < 60_000 and time.time() < deadline:  # the tool runs to its end
-            time.sleep(0.1)
-        assert len(flooded) == 60_000
-        received = b""
-        while chunk := sock.recv(1 << 20):
-            received += chunk
+    try:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", listener.sockets[0].getsockname()[1]))
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                         + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+                         + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+            assert flood_ended.wait(WAIT)  # the tool runs to its end while nothing is read
+            assert len(flooded) == FLOOD
+            sock.settimeout(WAIT)
+            received = b""
+            while chunk := sock.recv(1 << 20):
+                received += chunk
+    finally:
+        live.loop.call_soon_threadsafe(listener.close)
     progress = [json.loads(line[6:])["params"]["progress"] for line in received.split(b"\n")
                 if line.startswith(b"data: ") and b"notifications/progress" in line]
-    assert 0 < len(progress) < 60_000 and progress == sorted(progress)
+    assert 0 < len(progress) < FLOOD and progress == sorted(progress)
     assert b'"flooded"' in received
 
 
@@ -1108,20 +1121,24 @@ def open_sockets(process):
 def test_sse_backpressure_and_write_timeout(start_server):
     # A tool floods progress: past MAX_BACKLOG unread, progress is skipped, so memory stays flat
     # (the flood that took a server to 123 MiB). A client that stops reading is cut off after
-    # write_timeout, and the server goes on serving others.
+    # write_timeout, and the server goes on serving others. The client that reads later has a
+    # server of its own that waits for it: on a busy machine its flood may outlast the 2 s.
     process, port, _ = start_server("write_timeout=2")
+    patient, patient_port, _ = start_server(f"write_timeout={WAIT}")
     before, sockets_before = rss_mib(process), open_sockets(process)
-    slow = send_call(port, "flood", {"count": 20_000}, progress=True, rcvbuf=4096)
+    patient_before = rss_mib(patient)
+    slow = send_call(patient_port, "flood", {"count": 20_000}, progress=True, rcvbuf=4096)
     stuck = send_call(port, "flood", {"count": 10**9}, request_id=2, progress=True, rcvbuf=4096)
-    time.sleep(3)  # neither reads; `stuck` will never read again
-    assert rss_mib(process) < before + 20
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # now read at full speed
-    received = read_all(slow)
-    assert 0 < received.count(b"notifications/progress") <= 20_000 and b'"flooded"' in received
-    deadline = time.time() + 30  # the kernel's buffers fill first, then write_timeout runs
-    while open_sockets(process) > sockets_before and time.time() < deadline:
+    peak = before  # the memory while neither reads; `stuck` will never read again
+    deadline = time.monotonic() + WAIT  # the kernel's buffers fill first, then write_timeout runs
+    while open_sockets(process) > sockets_before and time.monotonic() < deadline:
+        peak = max(peak, rss_mib(process))
         time.sleep(0.1)
-    assert time.time() < deadline, "the server kept writing to a client that reads nothing"
+    assert open_sockets(process) == sockets_before, "the server kept writing to a stalled client"
+    assert peak < before + 20 and rss_mib(patient) < patient_before + 20
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # now read at full speed
+    received = read_all(slow, WAIT)
+    assert 0 < received.count(b"notifications/progress") <= 20_000 and b'"flooded"' in received
     assert b'"rested"' in read_all(send_call(port, "nap", {"seconds": 0}))
     assert rss_mib(process) < before + 20
     stuck.close()
