@@ -40,7 +40,7 @@ async def slow(seconds: float, ctx: Context) -> str:
 
 @pytest.fixture(scope="module")
 def live():
-    """The conformance server over HTTP, with the default timeouts: a busy machine never meets them."""
+    """The conformance server over HTTP, with its default timeouts (a busy machine meets none)."""
     loop = asyncio.new_event_loop()
     transport = mcp_http.HTTPTransport(server)
     listener = loop.run_until_complete(transport.start("127.0.0.1", 0))
@@ -233,7 +233,7 @@ def test_legacy_progress_after_a_hang_up_is_not_written(live, caplog):
         while b"notifications/progress" not in received:  # the stream has started
             received += sock.recv(65536)
     deadline = time.monotonic() + WAIT
-    while "ticks" not in ticked and time.monotonic() < deadline:  # the call runs to its end, unheard
+    while "ticks" not in ticked and time.monotonic() < deadline:  # the call runs to its end unheard
         time.sleep(0.05)
     assert "ticks" in ticked
     assert "socket.send() raised exception" not in caplog.text
