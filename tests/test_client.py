@@ -249,8 +249,8 @@ def test_a_url_that_never_answers_times_out():
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
         started = time.perf_counter()
         with pytest.raises(TimeoutError, match=r"^initialize: no answer within 1 s"):
-            asyncio.run(asyncio.wait_for(connect(url), 20))
-    assert time.perf_counter() - started < 10
+            asyncio.run(asyncio.wait_for(connect(url), 120))
+    assert time.perf_counter() - started < 60  # generous: what it rules out is no bound at all
 
 
 def test_url_talks_streamable_http(built_index):
