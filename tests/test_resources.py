@@ -445,17 +445,19 @@ MANY = 3000
 def many_files(tmp_path_factory, model):
     """(docs, index) of 3,000 tiny files with 200-character titles. The first 100, the largest
     page, have names of 120 accented letters and titles of bicycles, 12 bytes each as escaped
-    JSON, after a word (a title is a line with words). Each title is one or two words, which
-    the model reads as one unknown token or two: fast to embed."""
+    JSON, after a word (a title is a line with words), and a text each. The other 2,900 share
+    one title and one text: the build embeds each distinct text once, 101 in all, not 3,000."""
     folder = tmp_path_factory.mktemp("many")
     docs = folder / "docs"
     docs.mkdir()
     for i in range(MANY):
         if i < 100:
-            name, title = f"{i:04d} {'é' * 120}.txt", "Bikes" + "\U0001F6B2" * 300
+            name = f"{i:04d} {'é' * 120}.txt"
+            text = "Bikes" + "\U0001F6B2" * 300 + f"\n\nPart {i}.\n"
         else:
-            name, title = f"{i:04d}.txt", f"{i:04d}" + "x" * (index_build.TITLE_MAX_CHARS - 4)
-        (docs / name).write_text(f"{title}\n\nPart {i}.\n", encoding="utf-8")
+            name = f"{i:04d}.txt"
+            text = "Note" + "x" * (index_build.TITLE_MAX_CHARS - 4) + "\n\nA part.\n"
+        (docs / name).write_text(text, encoding="utf-8")
     index_build.build_index(docs, folder / "index", model=model)
     return docs, folder / "index"
 
