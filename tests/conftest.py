@@ -207,6 +207,23 @@ def text_of(result):
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
+# The files that take longest, longest first (seconds each on 2 quiet cores, roughly). `make
+# test` hands whole files to its two workers in collection order (--dist loadfile
+# --no-loadscope-reorder): with the longest first, no long file starts last while the other
+# worker has nothing left to do. xdist's own order, most tests first, ran the longest last.
+SLOWEST_FILES = ["test_interactive.py", "test_messy_docs.py", "test_live_changes.py",
+                 "test_bench.py", "test_retrieval.py", "test_server.py", "test_client.py",
+                 "test_resources.py", "test_faults.py", "test_docs_tree.py", "test_http.py",
+                 "test_cut.py", "test_conformance.py", "test_interop.py", "test_hostile.py",
+                 "test_index_build.py", "test_wire.py"]
+
+
+def pytest_collection_modifyitems(items):
+    """The SLOWEST_FILES first, in that order; every other file after them, as collected."""
+    rank = {name: number for number, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file stays whole
+
+
 def pytest_addoption(parser):
     # tests/test_fuzz.py and tests/test_load.py: --soak runs them about 100 times longer;
     # tests/test_retrieval.py: --soak also checks the recall of the READMEs' question set.
