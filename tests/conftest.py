@@ -212,9 +212,9 @@ def text_of(result):
 # --no-loadscope-reorder): with the longest first, no long file starts last while the other
 # worker has nothing left to do. xdist's own order, most tests first, ran the longest last.
 SLOWEST_FILES = ["test_interactive.py", "test_messy_docs.py", "test_live_changes.py",
-                 "test_bench.py", "test_retrieval.py", "test_server.py", "test_client.py",
-                 "test_resources.py", "test_faults.py", "test_docs_tree.py", "test_http.py",
-                 "test_cut.py", "test_conformance.py", "test_interop.py", "test_hostile.py",
+                 "test_bench.py", "test_retrieval.py", "test_server.py", "test_conformance.py",
+                 "test_client.py", "test_resources.py", "test_faults.py", "test_docs_tree.py",
+                 "test_http.py", "test_cut.py", "test_interop.py", "test_hostile.py",
                  "test_index_build.py", "test_wire.py"]
 
 
