@@ -24,6 +24,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(ROOT))
+# One compute thread for torch, faiss and BLAS, here and in every process a test starts: `make
+# test` runs two workers on two cores, and a second thread each only contends for a core (its
+# waits spin): a build of tests/eval/ts_jest took 16% more CPU time with two.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import index_build  # noqa: E402  (needs the sys.path line above)
 from client import Client  # noqa: E402
