@@ -102,6 +102,7 @@ RESULT_SCHEMA = {
     "properties": {
         "rank": {"type": "integer", "description": "1 = closest match"},
         "source": {"type": "string", "description": "file the passage comes from"},
+        "page": {"type": "integer", "description": "the page of a PDF the passage is on"},
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
         "note": {"type": "string", "description": "present when the file changed since"},
@@ -265,7 +266,15 @@ def document_uri(name):
 
 
 def mime_type(name):
-    return "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+    """A document's text as served: a .txt file as it is, any other as markdown-style text (the
+    text doc_readers extracts from .mdx, .rst, HTML, PDF and notebooks; never their bytes)."""
+    return "text/plain" if name.lower().endswith(".txt") else "text/markdown"
+
+
+def as_is(name):
+    """Whether a document is served as its bytes are (so its size is theirs): .txt and
+    markdown; the text of any other format is extracted (doc_readers.served_text)."""
+    return name.lower().endswith((".txt", ".md", ".markdown"))
 
 
 @server.prompt(title="Ask the documents", complete={"document": document_names})
@@ -362,7 +371,7 @@ class Library:
                 # Made once per manifest: resources/list asks once per page, 30 times for 3,000.
                 self.resources = {name: {"uri": document_uri(name), "name": name,
                                          "title": info["title"], "mimeType": mime_type(name),
-                                         "size": info["bytes"]}
+                                         **({"size": info["bytes"]} if as_is(name) else {})}
                                   for name, info in manifest["files"].items()}
             return self.manifest
 
@@ -480,6 +489,7 @@ def format_results(results):
     if not results:
         return "No passages found."
     return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
+                       f"{', page ' + str(r['page']) if 'page' in r else ''}"
                        f"{' [' + r['note'] + ']' if 'note' in r else ''}"
                        f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
                        f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"
