@@ -182,7 +182,7 @@ def test_a_messy_folder_builds_and_names_each_skipped_file_once(messy_index):
     _, _, passages = index_search.load_index(index_dir)
     assert not any("\0" in p["text"] for p in passages)
     # The skipped files do not make the index look out of date.
-    assert index_search.stale_reasons(manifest, docs) == []
+    assert index_search.changed_files(manifest, docs) == ([], [], [])
 
 
 def test_a_server_over_a_messy_folder_serves_the_good_files(messy_index):
@@ -513,7 +513,8 @@ def test_index_given_as_a_symlink_updates_its_target(small_docs, tmp_path, model
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert (target / "manifest.json").is_file() and "extra.md" in manifest["files"]
     assert index_search.resolve_docs_dir(manifest, link) == small_docs.resolve()
-    assert index_search.stale_reasons(manifest, index_search.resolve_docs_dir(manifest, link)) == []
+    linked_docs = index_search.resolve_docs_dir(manifest, link)
+    assert index_search.changed_files(manifest, linked_docs) == ([], [], [])
     assert index_search.load_index(link)[1].ntotal == manifest["counts"]["passages"]
 
     dangling = tmp_path / "dangling"

@@ -3,7 +3,7 @@
 A code line is a line holding a token that is neither a comment nor part of a docstring; blank
 lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, everything above the
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
-client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415. Issue 30: server.py 440, and
+client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415. Issue 33: server.py 460. Issue 30:
 index_build.py 611 and index_search.py 249, 860 together (the build owns reading, splitting,
 embedding and writing an index; index_search imports it, never the reverse). No packed
 assignments of unrelated values (`a, b = x, y`) in the protocol files: one value per statement.
@@ -27,7 +27,7 @@ BUDGETS = [
     ("client.py", None, 840),
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
-    ("server.py", None, 440),
+    ("server.py", None, 460),
     ("index_build.py", None, 611),
     ("index_search.py", None, 249),
 ]
