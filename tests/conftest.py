@@ -160,10 +160,25 @@ def server_command(index_dir, *extra):
     return [sys.executable, str(ROOT / "server.py"), "--index", str(index_dir), *extra]
 
 
+def ranked_by_meaning(call, arguments=None, timeout=300):
+    """The first answer of server.py's search (call: a LiveServer's) that ranks by meaning: a
+    search before its model has loaded ranks by keywords, saying so. Asked again every 0.1 s
+    until then: the model has loaded, and the watcher runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call("search", arguments or {"query": "warm up"})
+        assert result["isError"] is False, result
+        if result["structuredContent"]["ranking"] == "meaning":
+            return result
+        assert time.monotonic() < deadline, f"no model after {timeout} s"
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="session")
 def live_server(built_index):
-    """One server.py over the session index; its model loads while other tests run."""
+    """One server.py over the session index, its model loaded: searches rank by meaning."""
     server = LiveServer(server_command(built_index))
+    ranked_by_meaning(server.call)
     yield server
     server.close()
 
