@@ -116,8 +116,8 @@ def wire_session(index_dir, calls, *options):
     done = subprocess.run(server_command(index_dir, *options), cwd=ROOT, capture_output=True,
                           text=True, timeout=120,
                           input="".join(json.dumps(line) + "\n" for line in lines))
-    answers = {answer["id"]: answer["result"] for answer in map(json.loads, done.stdout.splitlines())}
-    return answers, done.stderr.splitlines()
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    return {answer["id"]: answer["result"] for answer in answers}, done.stderr.splitlines()
 
 
 def test_an_expected_refusal_is_one_line_on_stderr_not_a_traceback(built_index):
