@@ -171,9 +171,14 @@ def test_bench_cold_start_pieces_run(built_index):
     assert all(seconds >= 0 for seconds in steps.values())
     first, second = asyncio.run(bench.interactive_once(str(built_index), qs))
     assert first > 0 and second > 0
-    cold = {"first_answer_ms": 1000 * first, "steps_ms": {k: 1000 * v for k, v in steps.items()},
+    by_keywords, by_meaning = asyncio.run(bench.first_answer_once(str(built_index), qs))
+    assert 0 < by_keywords <= by_meaning
+    cold = {"first_answer_ms": 1000 * by_keywords, "first_meaning_ms": 1000 * by_meaning,
+            "steps_ms": {k: 1000 * v for k, v in steps.items()},
             "interactive_first_ms": 1000 * first, "interactive_second_ms": 1000 * second,
             "notes": []}
     text = bench.report({"machine": bench.machine_info(), "seconds": 1.0, "cold": cold,
                          "targets": []})
     assert "2b. cold start" in text and "  model load" in text and "second question" in text
+    assert "first answer by meaning (server.py)" in text
+    assert "first search answer, by keywords" in text
