@@ -174,6 +174,36 @@ def ranked_by_meaning(call, arguments=None, timeout=300):
         time.sleep(0.1)
 
 
+def wire_by_meaning(command, messages, timeout=300):
+    """Raw JSON lines to server.py (command): ([the messages it wrote], its stderr). The first
+    two (initialize, notifications/initialized) go in at once; then a search, again every 0.1 s
+    until one ranks by meaning (ranked_by_meaning, on the wire: those answers are left out);
+    then the rest, and stdin closes."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    watchdog = threading.Timer(timeout, process.kill)  # a stuck server fails the test, at worst
+    watchdog.start()
+    written = []
+    probe = {"jsonrpc": "2.0", "id": "model?", "method": "tools/call",
+             "params": {"name": "search", "arguments": {"query": "warm up"}}}
+    try:
+        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages[:2]).encode())
+        ranking = None
+        while ranking != "meaning":
+            time.sleep(0.1 if ranking else 0)
+            process.stdin.write((json.dumps(probe) + "\n").encode())
+            process.stdin.flush()
+            while (message := json.loads(process.stdout.readline()))["id"] != "model?":
+                written.append(message)
+            ranking = message["result"]["structuredContent"]["ranking"]
+        out, err = process.communicate("".join(json.dumps(m) + "\n" for m in messages[2:])
+                                       .encode())
+    finally:
+        watchdog.cancel()
+        process.kill()
+    return written + [json.loads(line) for line in out.decode().splitlines()], err.decode()
+
+
 @pytest.fixture(scope="session")
 def live_server(built_index):
     """One server.py over the session index, its model loaded: searches rank by meaning."""
