@@ -114,18 +114,17 @@ RESULT_SCHEMA = {
         "versions": {"type": "array", "items": {"type": "string"}, "description": "the version "
                      "folders this page is in; pass one as `folder` to search only there"},
         "score": {"type": "number", "description": "cosine similarity plus a little BM25 word "
-                  "matching (in a keyword ranking, BM25 alone); larger is better. Results are "
-                  "ordered by it, each file's best passage first"},
+                  "matching; larger is better. Results are ordered by it, each file's best "
+                  "passage first"},
     },
     "required": ["rank", "source", "text"],
 }
 SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"], "properties": {
     "results": {"type": "array", "items": RESULT_SCHEMA},
     "ranking": {"type": "string", "enum": ["meaning", "keyword"], "description": "keyword: "
-                "ranked by their words alone (BM25), not by meaning, as while the model loads"}}}
+                "ranked by BM25 alone (score), not by meaning, as while the model loads"}}}
 # What a keyword ranking says first; {why}: the model "is still loading" or "could not be loaded".
-KEYWORD_NOTE = ("Keyword ranking: the embedding model {why}, so these passages are the ones that "
-                "share the most words with the query (BM25), not the closest in meaning.\n\n")
+KEYWORD_NOTE = "Keyword ranking (BM25), not by meaning: the embedding model {why}.\n\n"
 
 
 class Refusal(ValueError):

@@ -42,7 +42,7 @@ def first_result(answer):
     """The header of an answer's first result, "[1] source: NAME (distance: 0." or "[1] source:
     NAME (keyword score: ": a search before server.py's model has loaded ranks by keywords
     (its answer says so first)."""
-    if answer.startswith("Keyword ranking: the embedding model is still loading"):
+    if answer.startswith("Keyword ranking (BM25), not by meaning: the embedding model is "):
         answer = answer.split("\n\n", 1)[1]
     return re.match(r"\[1\] source: \S+ \((distance: 0\.|keyword score: )", answer).group()
 

@@ -156,10 +156,8 @@ def test_a_search_at_spawn_is_a_keyword_ranking_then_by_meaning_once_the_model_l
         first = server.call("search", query)
         assert first["isError"] is False
         text = text_of(first)
-        assert text.startswith("Keyword ranking: the embedding model is still loading, so these "
-                               "passages are the ones that share the most words with the query "
-                               "(BM25), not the closest in meaning.\n\n[1] source: faq.txt "
-                               "(keyword score: ")
+        assert text.startswith("Keyword ranking (BM25), not by meaning: the embedding model is "
+                               "still loading.\n\n[1] source: faq.txt (keyword score: ")
         keyword = first["structuredContent"]
         assert keyword["ranking"] == "keyword" and len(keyword["results"]) == 3
         scores = [r["score"] for r in keyword["results"]]
