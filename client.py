@@ -34,7 +34,7 @@ the other side of the pipe.
 """
 
 import argparse, asyncio, contextlib, functools, inspect, itertools, json, os, re, signal, sys
-import time
+import base64, hashlib, time
 import urllib.parse
 from pathlib import Path
 
@@ -55,6 +55,12 @@ EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # a listen stream's first message
 LISTEN_RETRY = 0.5  # seconds before a dropped listen stream is re-opened, at first
 MAX_LISTEN_RETRY = 30.0  # and at most, after the wait has doubled each time
+TASKS = "io.modelcontextprotocol/tasks"  # the extension: a tool's result may come later
+TASK_ENDS = ("completed", "failed", "cancelled")  # a task's last status
+TASK_POLL_MS = 1000  # between two tasks/get, when the server names no pollIntervalMs
+MAX_TASK_POLL_MS = 60_000  # and at most, whatever it names
+SKILL_FILE = "/SKILL.md"  # a skill's URI is its SKILL.md's; the folder is the rest
+FRONT_MATTER = re.compile(r"\ufeff?---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", re.S)
 
 
 class Client:
@@ -74,19 +80,22 @@ class Client:
     on_notification(method, params), if given, hears of changes: resources/updated of the URIs
     passed to subscribe(uri) (until unsubscribe(uri)), and the list_changed of tools, prompts and
     resources; method is the full name, as "notifications/resources/updated".
+    tasks=True declares the tasks extension: a tool may then answer with a task, and call_tool
+    waits for its result, task_timeout seconds at most. list_skills() and read_skill(skill) load
+    the skills of a server with the skills extension, each file checked (SkillError if one fails).
     Failures raise MCPError (the server answered with an error), TimeoutError, or ConnectionError
     (the server is gone or broken). For Streamable HTTP, use HTTPClient(url), below, the same way.
 
     The class reads core first: start the server, connect in either era, request, tools, what
     the server sends, what a dying server leaves, close. Its features come after: answering the
-    server's questions, hearing of changes, then resources, prompts and completion.
+    server's questions, hearing of changes, tasks, skills, then resources, prompts and completion.
     """
 
     # === The core: start, connect, request, tools, close ===
 
     def __init__(self, command, env=None, cwd=None, trace=None, timeout=60.0, probe_timeout=5.0,
                  legacy=False, max_message_bytes=MAX_MESSAGE_BYTES, on_elicit=None,
-                 on_notification=None):
+                 on_notification=None, tasks=True, task_timeout=3600.0):
         self.command = command
         self.env = env
         self.cwd = cwd
@@ -111,6 +120,10 @@ class Client:
         # Answering the server's questions
         self.on_elicit = on_elicit
         self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
+        # Tasks: call_tool follows a tool's task until it ends, task_timeout seconds at most
+        if tasks:
+            self.client_capabilities["extensions"] = {TASKS: {}}
+        self.task_timeout = task_timeout
         # Hearing of changes
         self.on_notification = on_notification
         self.subscriptions = set()  # the URIs subscribed to
@@ -259,9 +272,13 @@ class Client:
 
     async def call_tool(self, name, arguments=None, timeout=None, on_progress=None):
         """The CallToolResult dict. on_progress(progress, total, message) sees progress. A
-        2026-07-28 server may ask the user first: request_with_input answers it."""
+        2026-07-28 server may ask the user first: request_with_input answers it. A tool that
+        answers with a task: wait_for_task follows it to its result."""
         params = {"name": name, "arguments": arguments or {}}
-        return await self.request_with_input("tools/call", params, timeout, on_progress)
+        result = await self.request_with_input("tools/call", params, timeout, on_progress)
+        if result.get("resultType") == "task":
+            return await self.wait_for_task(name, result)
+        return result
 
     async def list_all(self, method, key):
         """The items of every page of a list. nextCursor is followed until it ends or repeats:
@@ -282,14 +299,14 @@ class Client:
         """The one reader of the server's stdout: every message goes to on_message."""
         read = functools.partial(self.process.stdout.read, 65536)
         logs = "a server must write logs to stderr only"
-        async for line in read_lines(read, self.max_message_bytes):
-            if isinstance(line, tuple) and ID_AT_START.match(line[0]):  # an answer, too big
-                self.refuse_oversized(*line)
+        async for line, size in read_lines(read, self.max_message_bytes):
+            if size > self.max_message_bytes and ID_AT_START.match(line):  # an answer, too big
+                self.refuse_oversized(line[:200], size)
                 continue
-            if isinstance(line, tuple):
-                return await self.fail(f"the server wrote a line of {line[1]} bytes to stdout, "
+            if size > self.max_message_bytes:
+                return await self.fail(f"the server wrote a line of {size} bytes to stdout, "
                                        f"over the {self.max_message_bytes}-byte limit, "
-                                       f"starting {line[0][:80]!r}; {logs}")
+                                       f"starting {line[:80]!r}; {logs}")
             self.call_back(self.trace, "←", line.decode(errors="replace").rstrip("\r"))
             try:
                 message = parse_message(line)
@@ -369,8 +386,9 @@ class Client:
 
     async def read_stderr(self):
         """The server's log, drained whatever its line lengths; its last lines are kept."""
-        async for line in read_lines(functools.partial(self.process.stderr.read, 65536), 2000):
-            text = line[0] + b"..." if isinstance(line, tuple) else line  # a line over 2 kB
+        read = functools.partial(self.process.stderr.read, 65536)
+        async for line, size in read_lines(read, 2000):
+            text = line[:2000] + b"..." if size > 2000 else line  # a line over 2 kB
             self.stderr_tail = (self.stderr_tail + [text.decode(errors="replace").rstrip()])[-10:]
 
     def last_words(self):
@@ -550,6 +568,88 @@ class Client:
             await asyncio.sleep(delay)
             self.acknowledged = asyncio.get_running_loop().create_future()
 
+    # --- Tasks: a tool's result that comes later (extension io.modelcontextprotocol/tasks) ---
+
+    async def wait_for_task(self, name, task):
+        """The result of a tool that answered with a task: follow_task polls it until it ends,
+        within task_timeout. completed: its CallToolResult; failed: its error, as an MCPError,
+        as if the call had failed; cancelled by the server: an MCPError. Anything that ends the
+        wait early (the caller cancels the call, task_timeout, a failed question) cancels the
+        task with tasks/cancel (the spec: never notifications/cancelled), then goes on."""
+        task_id = {"taskId": task.get("taskId")}
+        timer = asyncio.timeout(self.task_timeout)
+        try:
+            async with timer:
+                task = await self.follow_task(task, task_id)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the server may be gone: nobody to tell
+                await self.request("tasks/cancel", task_id, self.probe_timeout)
+            if timer.expired():
+                raise TimeoutError(f"tool {name!r}: its task ran past task_timeout, "
+                                   f"{self.task_timeout} s, and was cancelled") from None
+            raise
+        error = as_dict(task.get("error"))
+        if task["status"] == "completed":
+            return as_dict(task.get("result"))
+        if task["status"] == "failed":
+            raise MCPError(error.get("code", INTERNAL_ERROR), error.get("message", "its task "
+                           f"failed: {task.get('statusMessage')}"), error.get("data"))
+        raise MCPError(INTERNAL_ERROR, f"tool {name!r}: the server cancelled its task "
+                                       f"({task.get('statusMessage', 'no reason given')})")
+
+    async def follow_task(self, task, task_id):
+        """tasks/get, after the server's pollIntervalMs, until the task ends; its last state.
+        Each of its inputRequests goes to on_elicit once (a later poll may show it again), and
+        the answers go back with tasks/update, as the spec says, before the next poll. At least
+        one poll: the task as made holds no result, even if it ended at once."""
+        answered = set()  # the keys of inputRequests answered already
+        while True:
+            waiting = task.get("status") == "input_required"
+            asked = as_dict(task.get("inputRequests")) if waiting else {}
+            new = {key: as_dict(question) for key, question in asked.items() if key not in answered}
+            if new:
+                answers = {key: await self.elicit(question) for key, question in new.items()}
+                answered |= answers.keys()
+                await self.request("tasks/update", {**task_id, "inputResponses": answers})
+            else:
+                wait = task.get("pollIntervalMs")
+                wait = wait if type(wait) in (int, float) else TASK_POLL_MS
+                await asyncio.sleep(min(max(wait, 10), MAX_TASK_POLL_MS) / 1000)  # 0: no busy loop
+            task = await self.request("tasks/get", task_id)
+            if task.get("status") in TASK_ENDS:
+                return task
+
+    # --- Skills: folders of instructions a host loads when they fit (extension
+    #     io.modelcontextprotocol/skills, SEP-2640) ---
+
+    async def list_skills(self):
+        """Every skill, following pagination: entries {uri (its SKILL.md), frontmatter, resources
+        (each file's uri, digest, size)} as on the wire. Nothing of a skill is read before
+        read_skill asks for it: a host fetches no file ahead of need."""
+        return await self.list_all("skills/list", "skills")
+
+    async def read_skill(self, skill):
+        """One skill's files, {uri: text, or bytes for a blob}, SKILL.md first. skill is an entry
+        of list_skills(), or a SKILL.md URI (skills/get finds its entry). Each file is checked
+        when it arrives: its size and sha256 digest against the entry, and SKILL.md's front
+        matter against the entry's, field by field, its name the skill's folder. A file that
+        fails, or lies outside the folder, is a SkillError, and nothing more is read. A skill
+        whose resources are "dynamic" lists no files: its SKILL.md alone, with no digest."""
+        if not isinstance(skill, dict):
+            skill = as_dict((await self.request("skills/get", {"uri": skill})).get("skill"))
+        uri = str(skill.get("uri"))
+        listed = listed_files(uri, skill)
+        files = {uri: await self.read_skill_file(uri, listed.get(uri))}
+        check_front_matter(uri, files[uri], as_dict(skill.get("frontmatter")))
+        for file in [file for file in listed if file != uri]:  # in the order listed
+            files[file] = await self.read_skill_file(file, listed[file])
+        return files
+
+    async def read_skill_file(self, uri, listed):
+        """resources/read of one file, checked against its entry (None: there is none)."""
+        content = as_dict((as_list((await self.read_resource(uri)).get("contents")) or [{}])[0])
+        return checked_file(uri, content, listed)
+
     # --- Resources, prompts and completion (spec: server/resources, server/prompts,
     #     server/utilities/completion) ---
 
@@ -593,6 +693,76 @@ ID_AT_START = re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s
 def unsupported(theirs):
     """The error for a server that speaks no version of ours: what it said, then what we speak."""
     return MCPError(UNSUPPORTED_VERSION, f"{theirs}; we speak {OUR_VERSIONS}")
+
+
+class SkillError(Exception):
+    """A skill's file differs from what its entry says (size, digest, front matter), or lies
+    outside its folder: its content is not used."""
+
+
+def listed_files(uri, skill):
+    """{uri: its entry} of each file the skill lists, once its URI is a skill's SKILL.md and each
+    file is in the skill's folder (a server may not send the client elsewhere). Else SkillError."""
+    listed = {str(as_dict(file).get("uri")): as_dict(file)
+              for file in as_list(skill.get("resources"))}
+    if not (uri.startswith("skill://") and uri.endswith(SKILL_FILE)):
+        raise SkillError(f"{uri[:200]!r} is not a skill's URI (skill://.../SKILL.md)")
+    outside = [file for file in listed if not file.startswith(uri.removesuffix(SKILL_FILE) + "/")]
+    if outside:
+        raise SkillError(f"{uri}: its skill lists {outside[0][:200]!r}, outside its folder; "
+                         "refused before any read")
+    return listed
+
+
+def checked_file(uri, content, listed):
+    """A skill file's content from resources/read: its text, or the bytes of its blob, if its
+    size and sha256 digest are the ones its entry lists (None: no entry to check). Else
+    SkillError."""
+    text = content.get("text")
+    try:
+        data = text.encode() if isinstance(text, str) else base64.b64decode(content.get("blob"),
+                                                                             validate=True)
+    except (ValueError, TypeError):  # binascii.Error and UnicodeEncodeError are ValueErrors
+        raise SkillError(f"{uri}: neither text nor Base64; refused") from None
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if listed is not None and listed.get("size") != len(data):
+        raise SkillError(f"{uri}: {len(data)} bytes, but its skill lists {listed.get('size')!r};"
+                         " refused unused")
+    if listed is not None and listed.get("digest") != digest:
+        raise SkillError(f"{uri}: its sha256 digest is not the one its skill lists; refused unused")
+    return text if isinstance(text, str) else data
+
+
+def check_front_matter(uri, text, expected):
+    """SKILL.md's front matter is the entry's: the same fields, each top-level `key: value` the
+    same (same_value); a field that holds a nested block is only checked to be there. Its name
+    is the skill's folder. Else SkillError."""
+    found = FRONT_MATTER.match(text) if isinstance(text, str) else None  # bytes: a blob
+    fields = {}
+    for line in found[1].splitlines() if found else []:
+        key, colon, value = line.partition(":")
+        if colon and not line[:1].isspace() and not line.startswith("#"):
+            fields[key.strip()] = value.strip()
+        elif line.strip() and fields:  # an indented line: the field before holds a block
+            fields[list(fields)[-1]] = None
+    wrong = sorted(key for key in fields.keys() | expected.keys() if key not in fields
+                   or key not in expected or not same_value(fields[key], expected[key]))
+    folder = uri.removesuffix(SKILL_FILE).rpartition("/")[2]
+    if not found or wrong or expected.get("name") != folder:
+        raise SkillError(f"{uri}: its front matter differs from its skill's entry "
+                         f"({', '.join(wrong) or 'no front matter, or a name not its folder'}); "
+                         "refused unused")
+
+
+def same_value(written, value):
+    """Whether a front matter value, as written, is the entry's value: in a form YAML shares with
+    JSON ("text", {"a": 1}, [1], 1.0, true), 'single-quoted', or plain text. None: the field
+    holds a nested block, which only has to be there."""
+    with contextlib.suppress(ValueError, TypeError):
+        if written is None or json.loads(written) == value:
+            return True
+    quoted = len(written) > 1 and written[0] == written[-1] == "'"
+    return (written[1:-1].replace("''", "'") if quoted else written) == value
 
 
 def as_dict(value):  # what a well-behaved server sends as an object; {} for anything else

@@ -58,7 +58,9 @@ MISSING_CAPABILITY = -32021  # raised by mcp_min's elicitation, which a core-onl
 # Modern era: the HTTP status of each JSON-RPC error. Other errors, and all legacy answers: 200.
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
                 UNSUPPORTED_VERSION: 400, MISSING_CAPABILITY: 400, METHOD_NOT_FOUND: 404}
-NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}  # Mcp-Name
+# Mcp-Name: the body field it copies, by method; the Tasks extension's methods name their task
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+            "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 # auth: the identity that the token check (mcp_auth) returned; None without one
 Request = collections.namedtuple("Request", "method path headers body query auth",
                                  defaults=("", None))
@@ -372,7 +374,7 @@ class HTTPTransport:
                 session = {}  # no session, or another caller's (OAuth): nobody waits for it
                 with contextlib.suppress(HTTPError):
                     session = self.legacy_session(request)
-                self.server.receive_response(message, session)
+                self.server.handle_notification(message, session)
                 return await self.send(writer, 202, {})
             check_request(message)  # a request's id is checked there too
         except MCPError as e:
@@ -440,8 +442,9 @@ class HTTPTransport:
         request_id = message["id"]
         method = message["method"]
         params = message.get("params", {})
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         try:
-            if not self.server.modern_version(method, params):  # no _meta: not a modern request
+            if not self.server.modern_version(method, meta):  # no _meta: not a modern request
                 raise MCPError(INVALID_PARAMS, f"Invalid params: params._meta needs {META}"
                                                f"protocolVersion and {META}clientCapabilities")
         except MCPError as e:

@@ -126,23 +126,21 @@ def encode_reply(message):
 
 
 async def read_lines(read, limit=MAX_MESSAGE_BYTES):
-    """Yield each line that the coroutine read() brings, as bytes. A line over the limit is never
-    held whole: only its first limit + 1 bytes are kept, and (its first 200 bytes, its size) is
-    yielded instead."""
+    """Yield (line, size) for each line that the coroutine read() brings: the line as bytes, and
+    its full size. A line over the limit is never held whole: only its first limit + 1 bytes are
+    kept, so a size over the limit says that the line was cut."""
     kept = b""  # the line so far, cut at limit + 1 bytes
     size = 0  # the line's full size so far
     while chunk := await read():
         *ends, rest = chunk.split(b"\n")
         for end in ends:
-            line = kept + end[:limit + 1 - len(kept)]
-            size += len(end)
-            yield line if size <= limit else (line[:200], size)
+            yield kept + end[:limit + 1 - len(kept)], size + len(end)
             kept = b""
             size = 0
         kept += rest[:limit + 1 - len(kept)]
         size += len(rest)
     if kept.strip():  # a last message without its newline still counts
-        yield kept if size <= limit else (kept[:200], size)
+        yield kept, size
 
 
 # === 2. JSON-RPC 2.0: requests, notifications, responses (spec: basic, "Messages") ===
@@ -157,10 +155,11 @@ def refuse_constant(name):  # Python's json reads NaN and Infinity; JSON has no 
 DECODER = json.JSONDecoder(parse_constant=refuse_constant)
 
 
-def parse_message(line):
-    """One line -> a message dict, or MCPError (answered with id null: we cannot know the id)."""
-    if isinstance(line, tuple):  # (head, size) of a line over the limit: see read_lines
-        raise MCPError(INVALID_REQUEST, f"Invalid Request: a message of {line[1]} bytes is over "
+def parse_message(line, size=0):
+    """One line -> a message dict, or MCPError (answered with id null: we cannot know the id).
+    size: the line's full size, from read_lines; one over the limit was cut there."""
+    if size > MAX_MESSAGE_BYTES:
+        raise MCPError(INVALID_REQUEST, f"Invalid Request: a message of {size} bytes is over "
                                         f"the {MAX_MESSAGE_BYTES}-byte limit")
     try:
         message = DECODER.decode(line.decode())
@@ -344,11 +343,6 @@ def call_sync(func, /, *args, **kwargs):
         raise RuntimeError("the function raised StopIteration") from e
 
 
-# What a function we were given may raise that is not its failure, but its request's own answer:
-# an MCPError (a question the client cannot be asked, say), and Part B's InputRequired.
-REQUEST_ANSWERS = [MCPError]
-
-
 def failure(error):
     """What a function we were given raised, in one line for the client; the traceback goes to
     stderr. Whatever it is, even sys.exit() (argparse calls it), KeyboardInterrupt or a
@@ -371,14 +365,12 @@ class Context:
     set once the request is cancelled or answered: a sync tool, or a thread it started, can watch
     it to stop early. For logs, write to stderr: MCP's logging is deprecated since 2026-07-28,
     and hosts show a server's stderr. Part B's functions get one too, and its sections add to
-    it: elicit(), close_stream()."""
+    it: elicit() and the rest of section 11 (whose asking wrapper sets answers, used and memo on
+    each Context it serves), close_stream()."""
 
-    def __init__(self, send, message, session, modern):
-        params = message.get("params", {})
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    def __init__(self, send, message, session, modern, meta):
         self.send = send  # to this request's client: notifications, and requests of our own
-        self.message = message  # the request being answered
-        self.request_id = message["id"]
+        self.message = message  # the request being answered: its id is message["id"]
         self.session = session  # the client's state: see new_session
         self.modern = modern  # the 2026-07-28 version the request carries; None if legacy
         self.auth = session.get("auth")
@@ -396,15 +388,15 @@ class Context:
         if self.progress_token is None or self.cancelled:
             return None
         if threading.get_ident() != self.loop_thread:  # from a sync tool's thread: the loop
-            # sends it, and the thread waits until it has, so that a flood of reports stays flat
-            report = self.report_on_loop(progress, total, message)
-            return asyncio.run_coroutine_threadsafe(report, self.loop).result(WRITE_TIMEOUT)
+            # sends it (checking again: the answer may have gone since). The thread waits until
+            # it has, so that a flood of reports stays flat: the loop runs callbacks in order, so
+            # once the empty coroutine scheduled after this one has run, the report is out.
+            self.loop.call_soon_threadsafe(self.report_progress, progress, total, message)
+            sent = asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self.loop)
+            return sent.result(WRITE_TIMEOUT)
         params = without_none({"progressToken": self.progress_token, "progress": progress,
                                "total": total, "message": message})
         self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
-
-    async def report_on_loop(self, *args):  # the answer may have gone since: checked again
-        self.report_progress(*args)
 
 
 
@@ -417,22 +409,24 @@ def new_session(auth=None, notify=None):
       auth          the identity an HTTP token check found (mcp_auth); None on stdio
       notify        sends a legacy client what comes outside any request; None: the request's send
       capabilities  what the client declared at initialize (legacy)
-    and what the rest of this file and mcp_http add: asked (our requests waiting for an answer),
-    listener and listening (change notifications), stream and streams (mcp_http's SSE streams)."""
+    and what Part B and mcp_http add: asked (section 11: our requests waiting for an answer),
+    listener and listening (section 12: change notifications), stream and streams (mcp_http's SSE
+    streams)."""
     return {"in_flight": {}, "auth": auth, "notify": notify, "capabilities": None}
 
 
 class Server:
     """An MCP server: what it offers (its registries: tools here; Part B adds resources and
     prompts) and how it answers a request (handle). Start with tool(), then handle().
-    The transports use: handle, handle_notification, receive_response, modern_version, end_streams,
-    info, and tools (name -> Tool)."""
+    The transports use: handle, handle_notification, modern_version, end_streams, info, and
+    tools (name -> Tool)."""
 
     def __init__(self, name, version="0.1.0", instructions=None, state_key=None):
         self.info = {"name": name, "version": version}  # serverInfo
         self.instructions = instructions  # how to use this server, for the model: see initialize
-        # What is registered, by kind: "tools" -> {name: Tool}, and Part B's kinds, in order. A kind
-        # with nothing registered is not advertised, and its methods are not found.
+        # What is registered, by kind: "tools" -> {name: Tool}, then Part B's kinds ("resources",
+        # "prompts"; section 12 keeps its Changes under "changes") and an extension's, under its
+        # id. A kind with nothing registered is not advertised, and its methods are not found.
         self.registries = {"tools": {}}
         self.tools = self.registries["tools"]
         # Signs 2026-07-28 requestState (Part B, asking the user): replicas behind one load balancer
@@ -453,9 +447,12 @@ class Server:
     def about(self):
         """What initialize and server/discover say of this server: a capability for each kind of
         thing it answers methods for, in the order of METHODS, with what CAPABILITY_FIELDS adds
-        to it; and its instructions, if any."""
-        names = [m.capability for m in METHODS.values() if self.registries.get(m.capability)]
-        capabilities = {name: dict(CAPABILITY_FIELDS.get(name, {})) for name in names}
+        to it; and its instructions, if any. An extension's capability is named by its id, which
+        holds a "/" (io.modelcontextprotocol/tasks): it goes under "extensions"."""
+        capabilities = {}
+        for name in [m.capability for m in METHODS.values() if self.registries.get(m.capability)]:
+            place = capabilities.setdefault("extensions", {}) if "/" in name else capabilities
+            place[name] = dict(CAPABILITY_FIELDS.get(name, {}))
         return {"capabilities": capabilities, **without_none({"instructions": self.instructions})}
 
     async def handle(self, message, send, session=None):
@@ -464,15 +461,16 @@ class Server:
         send(message) while it runs. session: the client's state (new_session)."""
         method = message["method"]
         params = message.get("params", {})
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         try:
             # A request with the modern _meta is served statelessly; initialize is legacy always.
-            modern = method != "initialize" and self.modern_version(method, params)
+            modern = method != "initialize" and self.modern_version(method, meta)
             # The table after this class. A method with a capability needs something registered.
             found = METHODS.get(method)
             if not found or found.era not in (None, "modern" if modern else "legacy") \
                     or found.capability and not self.registries.get(found.capability):
                 raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
-            ctx = Context(send, message, new_session() if session is None else session, modern)
+            ctx = Context(send, message, session or new_session(), modern, meta)
             try:
                 result = await found.handler(self, params, ctx)
             finally:  # a sync function's thread may run on after a cancel, or a thread it started
@@ -490,9 +488,9 @@ class Server:
             error = MCPError(INTERNAL_ERROR, f"Internal error: {failure(e)}")
             return error_response(message["id"], error)
 
-    def modern_version(self, method, params):
-        """The 2026-07-28 revision if the request carries its _meta fields; None if legacy."""
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    def modern_version(self, method, meta):
+        """The 2026-07-28 revision if the request carries its _meta fields (meta: its
+        params._meta); None if legacy."""
         if method != "server/discover" and not any(key.startswith(META) for key in meta):
             return None
         if META + "protocolVersion" not in meta or META + "clientCapabilities" not in meta:
@@ -556,22 +554,17 @@ class Server:
     # --- What else a client sends: notifications, and answers to our requests ---
 
     def handle_notification(self, message, session):
-        """notifications/cancelled stops a request, which then gets no answer; an unknown id is
-        ignored (spec: utilities/cancellation). No other notification needs anything."""
-        request_id = message.get("params", {}).get("requestId")
-        if message["method"] == "notifications/cancelled" and valid_id(request_id) \
-                and request_id in session["in_flight"]:
-            session["in_flight"].pop(request_id).cancel()
-
-    def receive_response(self, message, session):
-        """A client's answer to a request of ours. The core sends none, so nobody waits for it:
-        ignored. Part B's asking section replaces this to give the answer to the call that
-        waits for it."""
+        """What the client sends that gets no answer: a notification, or a response to a request
+        of ours (it has no method). Its handler in NOTIFICATIONS, if any, does what it says."""
+        if message.get("method") in NOTIFICATIONS:
+            NOTIFICATIONS[message.get("method")](self, message, session)
 
     def end_streams(self, session=None):
-        """The client is gone (stdin's EOF), or the server stops (session None): requests that
-        only end when the client leaves end now, with their answer. The core has none; Part B's
-        change notifications replace this to end the listen streams."""
+        """The client is gone (stdin's EOF), or the server stops (session None): what only ends
+        when the client leaves ends now (the functions in AT_END: Part B's listen streams, an
+        extension's tasks)."""
+        for end in AT_END:
+            end(self, session)
 
     # === 6. The stdio loop (spec: basic/transports/stdio) ===
 
@@ -586,8 +579,7 @@ class Server:
         wire_in = open(os.dup(0), "rb", 0, closefd=False)
         out_fd = os.dup(1)
         wire_out = open(out_fd, "wb", 0, closefd=False)
-        with open(os.devnull, "rb") as devnull:
-            os.dup2(devnull.fileno(), 0)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(2, 1)
         # The loop is closed by hand, not by asyncio.run(), which waits for every worker thread:
         # one stuck in a sync tool for good would keep the server from ever returning.
@@ -617,8 +609,8 @@ class Server:
             serving.get_loop().add_signal_handler(sig, serving.cancel, f"stopped by {sig.name}")
         try:
             lines_read = itertools.count(1)
-            async for line in read_lines(functools.partial(reader.read, 65536)):
-                self.receive_line(line, session, send)
+            async for line, size in read_lines(functools.partial(reader.read, 65536)):
+                self.receive_line(line, size, session, send)
                 if next(lines_read) % 16 == 0:  # a turn of the loop, so finished requests
                     await asyncio.sleep(0)  # write their answers
                 # Backpressure: while too many requests run, or a slow client leaves too much
@@ -629,10 +621,11 @@ class Server:
                 if writer.transport.get_write_buffer_size() > MAX_BACKLOG:
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
             self.end_streams(session)  # EOF: what waits for the client to leave ends, too
-            if in_flight:
+            if in_flight:  # every request read gets its answer
                 await asyncio.wait(list(in_flight.values()))
         except (asyncio.CancelledError, TimeoutError) as stopped:
             serving.uncancel()
+            self.end_streams()  # the server stops: so does all that waits for the client to leave
             for request_id, task in list(in_flight.items()):
                 task.cancel()
                 error = MCPError(INTERNAL_ERROR, "Cancelled: the server is shutting down")
@@ -643,17 +636,17 @@ class Server:
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):  # a signal: stop waiting
             await asyncio.wait_for(writer.wait_closed(), WRITE_TIMEOUT)
 
-    def receive_line(self, line, session, send):
-        """One line from the client. A request starts a task that answers it; a notification is
-        acted on; a response answers one of our requests (receive_response); whatever is broken
-        gets an error answer, unless it is a notification or a response."""
+    def receive_line(self, line, size, session, send):
+        """One line from the client (and its size: see read_lines). A request starts a task that
+        answers it; a notification, or a response to one of our requests, goes to
+        handle_notification; whatever is broken gets an error answer, unless it is a
+        notification or a response."""
         message = {}
         try:
-            message = parse_message(line)
-            if "method" not in message and ("result" in message or "error" in message):
-                return self.receive_response(message, session)
-            check_request(message)
-            if "id" not in message:
+            message = parse_message(line, size)
+            if "method" in message or not ("result" in message or "error" in message):
+                check_request(message)  # a request or a notification, else a response to ours
+            if "method" not in message or "id" not in message:  # nothing to answer
                 return self.handle_notification(message, session)
             if message["id"] in session["in_flight"]:
                 raise MCPError(INVALID_REQUEST, f"Invalid Request: id {message['id']!r} is in use")
@@ -673,21 +666,44 @@ class Server:
             send(response)
 
 
-# --- Section 5's table, after the class it names: the requests a server answers ---
+def cancel_request(server, message, session):
+    """notifications/cancelled stops a request, which then gets no answer; an unknown id is
+    ignored (spec: utilities/cancellation)."""
+    request_id = message.get("params", {}).get("requestId")
+    if valid_id(request_id) and request_id in session["in_flight"]:
+        session["in_flight"].pop(request_id).cancel()
+
+
+# --- The seams: the tables the core dispatches on, after the class they name ---
 #
-# method -> Method(handler(server, params, ctx) -> result; the capability initialize and
-# server/discover advertise for it, if any; era: "legacy" or "modern" if only one has it; ttl_ms:
-# how long a 2026-07-28 client may cache the result). A method whose capability has nothing
-# registered (no tool yet, say), or that the request's era lacks, is not found. Part B's sections
-# add their methods.
+# Part B's sections and the extensions (mcp_tasks.py, mcp_skills.py) change the core only here:
+# they add entries to these tables, or wrap one (METHODS[m]._replace(handler=...)). They never
+# replace a method of Server or Context; they may add new ones (Server.resource, Context.elicit).
+#
+# METHODS: request method -> Method(handler(server, params, ctx) -> result; the capability
+# initialize and server/discover advertise for it, if any; era: "legacy" or "modern" if only one
+# has it; ttl_ms: how long a 2026-07-28 client may cache the result). A method whose capability
+# has nothing in server.registries (no tool yet, say), or that the request's era lacks, is not
+# found. A capability with a "/" is an extension's id, advertised under "extensions".
 Method = collections.namedtuple("Method", "handler capability era ttl_ms", defaults=(None,) * 3)
 METHODS = {"initialize": Method(Server.initialize, era="legacy"),  # the legacy handshake
            "ping": Method(Server.ping, era="legacy"),  # the one request allowed before initialize
            "server/discover": Method(Server.discover, ttl_ms=DEFINITIONS_TTL_MS),
            "tools/list": Method(Server.list_tools, "tools", ttl_ms=DEFINITIONS_TTL_MS),
            "tools/call": Method(Server.call_tool, "tools")}
-# What a capability holds besides being there: Part B's change notifications add listChanged.
+# NOTIFICATIONS: notification method -> handler(server, message, session); under None, what
+# answers a request of ours (a response has no method: section 11 adds it, as the core asks
+# nothing).
+NOTIFICATIONS = {"notifications/cancelled": cancel_request}
+# AT_END: functions(server, session) called when a client leaves, or with None when the server
+# stops (Server.end_streams).
+AT_END = []
+# CAPABILITY_FIELDS: what a capability holds besides being there (section 12: listChanged).
 CAPABILITY_FIELDS = {}
+# REQUEST_ANSWERS: what a function we were given may raise that is not its failure, but its
+# request's own answer: an MCPError (a question the client cannot be asked, say), and section
+# 11's InputRequired.
+REQUEST_ANSWERS = [MCPError]
 
 
 async def open_pipes(wire_in, wire_out):
@@ -707,10 +723,24 @@ async def open_pipes(wire_in, wire_out):
 
 
 # === The core ends here: a complete tools server. Cut below this line for a tools-only copy. ===
-# Part B: the rest of MCP. Each section adds to the core what its part of the spec needs: its
-# methods in METHODS, its decorators and methods on Server and Context, and the capability it
-# advertises once something is registered. Each section uses only what is above it, so the file
-# can be cut at the start of any of them.
+# Part B: the rest of MCP. Each section adds to the core what its part of the spec needs, only
+# through the seams (the tables at the end of section 6), and new decorators and methods on
+# Server and Context. Each uses only what is above it, so the file can be cut at the start of any
+# section. What each changes:
+#   7. Pagination        METHODS: tools/list replaced by a paging one
+#   8. Resources         METHODS: resources/list, resources/templates/list, resources/read;
+#                        Server.resource
+#   9. Prompts           METHODS: prompts/list, prompts/get; Server.prompt
+#  10. Completion        METHODS: completion/complete
+#  11. Asking the user   METHODS: tools/call, prompts/get, resources/read wrapped (asking);
+#                        NOTIFICATIONS[None]: the client's answers; REQUEST_ANSWERS: InputRequired;
+#                        Context.elicit, ask, request, retry_later
+#  12. Changes           METHODS: initialize wrapped, resources/(un)subscribe, subscriptions/listen;
+#                        NOTIFICATIONS["notifications/cancelled"] wrapped (a listen ends);
+#                        AT_END: listens end; CAPABILITY_FIELDS: listChanged, subscribe;
+#                        Server.list_changed, resource_updated
+# The extensions, in files of their own, use the same seams: mcp_tasks.py (tasks) and
+# mcp_skills.py (skills), each advertised under capabilities.extensions once a server uses it.
 
 
 # === 7. Pagination: lists in pages (spec: server/utilities/pagination) ===
@@ -1012,7 +1042,7 @@ async def ask(self, requests):
 
 async def request(self, request):
     """Context.request, legacy: one request to the client, and its result. The client's
-    response comes back through Server.receive_response. No answer in ANSWER_TIMEOUT, or an
+    response comes back through receive_response, below. No answer in ANSWER_TIMEOUT, or an
     error: it raises."""
     # The id is unguessable, so that no other peer can answer for this client.
     request_id = f"mcp-min-{secrets.token_hex(8)}"
@@ -1037,16 +1067,15 @@ Context.ask = ask
 Context.request = request
 
 
-def receive_response(self, message, session):
-    """Server.receive_response: a client's answer to one of our requests (Context.request) goes
-    to the call that waits for it. One with an id nobody asked for, or answered already, is
-    ignored."""
+def receive_response(server, message, session):
+    """A client's answer to one of our requests (Context.request) goes to the call that waits
+    for it. One with an id nobody asked for, or answered already, is ignored."""
     waiting = session.get("asked", {}).get(str(message.get("id")))  # our ids are strings
     if waiting and not waiting.done():
         waiting.set_result(message)
 
 
-Server.receive_response = receive_response
+NOTIFICATIONS[None] = receive_response  # a response has no method
 
 
 def check_form(schema):
@@ -1170,16 +1199,26 @@ class Listener:
         self.wants = wants
         self.tag = tag or {}
         self.ended = asyncio.Event()  # set when a listen stream ends
-        server.loop = asyncio.get_running_loop()  # where announce() hands changes to
-        listeners(server).add(self)
+        changes = changes_of(server)
+        changes.loop = asyncio.get_running_loop()  # where announce() hands changes to
+        changes.listeners.add(self)
 
     def notify(self, method, params):
         self.send({"jsonrpc": "2.0", "method": method, "params": {**params, **self.tag}})
 
 
-def listeners(server):
-    """The server's Listeners: a weak set, so that a listener goes with what holds it."""
-    return vars(server).setdefault("listeners", weakref.WeakSet())
+class Changes:
+    """What a server keeps for its change notifications, made with the first Listener."""
+
+    def __init__(self):
+        self.listeners = weakref.WeakSet()  # a listener goes with what holds it
+        self.loop = None  # the event loop that serves the listeners
+        self.queued = 0  # announcements waiting for that loop
+
+
+def changes_of(server):
+    """The server's Changes: kept in its registries, under "changes" (no method names it)."""
+    return server.registries.setdefault("changes", Changes())
 
 
 def list_changed(self, kind):
@@ -1197,23 +1236,22 @@ def resource_updated(self, uri):
 
 Server.list_changed = list_changed
 Server.resource_updated = resource_updated
-Server.loop = None  # the event loop that serves the listeners, once there are any
-Server.queued = 0  # announcements waiting for that loop
 
 
 def announce(server, method, params, topic):
     """From any thread: the event loop sends the notification to each listener of the topic.
     While MAX_QUEUED wait for the loop (a flood of changes), more are dropped: a change is a
     hint to read again, and memory stays flat. A slow client's own send drops them too."""
-    if server.loop and server.queued < MAX_QUEUED:
-        server.queued += 1
+    changes = changes_of(server)
+    if changes.loop and changes.queued < MAX_QUEUED:
+        changes.queued += 1
         with contextlib.suppress(RuntimeError):  # the event loop has closed
-            server.loop.call_soon_threadsafe(deliver, server, method, params, topic)
+            changes.loop.call_soon_threadsafe(deliver, changes, method, params, topic)
 
 
-def deliver(server, method, params, topic):  # on the event loop
-    server.queued -= 1
-    for listener in [listener for listener in listeners(server) if topic in listener.wants]:
+def deliver(changes, method, params, topic):  # on the event loop
+    changes.queued -= 1
+    for listener in [listener for listener in changes.listeners if topic in listener.wants]:
         listener.notify(method, params)
 
 
@@ -1272,29 +1310,29 @@ METHODS["initialize"] = METHODS["initialize"]._replace(handler=initialize_and_li
 METHODS["resources/subscribe"] = Method(subscribe, "resources", era="legacy")
 METHODS["resources/unsubscribe"] = Method(subscribe, "resources", era="legacy")
 METHODS["subscriptions/listen"] = Method(listen, era="modern")
-cancel_request = Server.handle_notification  # the core's: it cancels a request
 
 
-def handle_notification(self, message, session):
-    """Server.handle_notification: notifications/cancelled of a listen ends its stream, which
-    then answers its complete result; the core's cancels any other request."""
+def cancel_request_or_listen(server, message, session):
+    """notifications/cancelled of a listen ends its stream, which then answers its complete
+    result; any other request is cancelled as the core does."""
     request_id = message.get("params", {}).get("requestId")
     listener = session.get("listening", {}).get(request_id) if valid_id(request_id) else None
-    if message["method"] == "notifications/cancelled" and listener:
+    if listener:
         listener.ended.set()
     else:
-        cancel_request(self, message, session)
+        cancel_request(server, message, session)
 
 
-def end_streams(self, session=None):
-    """Server.end_streams: the client is gone, or the server stops: listen streams end, with
-    their complete result (session None: every listener of this server)."""
-    for listener in session.get("listening", {}).values() if session else listeners(self):
+def end_listens(server, session):
+    """The client is gone, or the server stops: listen streams end, with their complete result
+    (session None: every listener of this server)."""
+    ended = session.get("listening", {}).values() if session else changes_of(server).listeners
+    for listener in ended:
         listener.ended.set()
 
 
-Server.handle_notification = handle_notification
-Server.end_streams = end_streams
+NOTIFICATIONS["notifications/cancelled"] = cancel_request_or_listen
+AT_END.append(end_listens)
 
 
 def close_stream(self):

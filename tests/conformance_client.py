@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mcp_auth  # noqa: E402
-from client import HTTPClient  # noqa: E402
+from client import HTTPClient, SkillError  # noqa: E402
 
 
 def accept_defaults(message, schema):
@@ -72,6 +72,23 @@ async def use_everything(client, tools, context):
         await client.get_prompt(prompt["name"])
 
 
+async def list_skills_only(client, tools, context):
+    """sep-2640-client-no-prefetch: the skills are listed, and none is loaded: nothing is read."""
+    if not await client.list_skills():
+        raise SystemExit("conformance_client.py: the server listed no skill")
+
+
+async def load_tampered_skill(client, tools, context):
+    """sep-2640-client-verify-*: the server serves a SKILL.md unlike its entry (digest, size or
+    front matter): loading the skill must fail at that file, before any other is read."""
+    skill = (await client.list_skills())[0]
+    try:
+        await client.read_skill(skill)
+    except SkillError as e:
+        return print(f"conformance_client.py: refused, as it should be: {e}", file=sys.stderr)
+    raise SystemExit("conformance_client.py: a tampered skill was loaded")
+
+
 def call_fixed(name, arguments):
     """What a scenario whose server waits for one tool call asks for."""
     async def run(client, tools, context):
@@ -88,6 +105,10 @@ SCENARIOS = {  # scenario -> what it asks for once the client is connected and h
     "http-custom-headers": call_context_tools,
     "http-standard-headers": use_everything,
     "json-schema-2020-12-preservation": echo_schema,
+    "sep-2640-client-no-prefetch": list_skills_only,
+    "sep-2640-client-verify-digest": load_tampered_skill,
+    "sep-2640-client-verify-size": load_tampered_skill,
+    "sep-2640-client-verify-frontmatter": load_tampered_skill,
 }
 
 

@@ -12,14 +12,20 @@ both eras: a real elicitation/create request in 2025-11-25, an input_required re
 input-required sampling and roots rows; only test_input_required_result_multiple_inputs and
 test_missing_capability ask for them, through Context.ask), logging (test_tool_with_logging),
 which mcp_min left out to stay small.
+
+Tasks (mcp_tasks.py, the extension io.modelcontextprotocol/tasks): greet, slow_compute,
+failing_job, protocol_error_job, confirm_delete, multi_input and test_tool_with_task, as the
+suite's tasks-* scenarios (src/scenarios/server/tasks/*.ts) describe them.
 """
 import asyncio, base64, io, json, struct, sys, wave, zlib
 from pathlib import Path
 from typing import Annotated
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mcp_min import Context, Server, ToolResult  # noqa: E402
+from mcp_min import INTERNAL_ERROR, Context, MCPError, Server, ToolResult  # noqa: E402
 import mcp_http  # noqa: E402
+import mcp_skills  # noqa: E402
+import mcp_tasks  # noqa: E402
 
 server = Server("mcp-min-conformance", "1.0.0")
 
@@ -284,6 +290,61 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
     return f"Use this context: {answer.get('content', {}).get('context')}"
 
 
+# Tasks (SEP-2663, the suite's tasks-* scenarios, run at 2026-07-28): tools that answer with a
+# task for a client that names io.modelcontextprotocol/tasks, and their result for any other.
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greets by name, at once: never a task."""
+    return f"Hello, {name}!"
+
+
+@mcp_tasks.task_tool(server)
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleeps for `seconds`, then says so; tasks/cancel stops it (the task ends cancelled)."""
+    await asyncio.sleep(seconds)
+    return f"{label or 'slow_compute'}: slept {seconds:g} s"
+
+
+@mcp_tasks.task_tool(server, support="required")
+async def failing_job() -> ToolResult:
+    """Fails as a tool (isError), shortly after it starts: its task ends completed."""
+    await asyncio.sleep(0.1)
+    return ToolResult("failing_job failed, as it always does", is_error=True)
+
+
+@mcp_tasks.task_tool(server)
+async def protocol_error_job() -> str:
+    """Fails with a JSON-RPC error: its task ends failed, with that error."""
+    raise MCPError(INTERNAL_ERROR, "protocol_error_job: an internal error, on purpose")
+
+
+@mcp_tasks.task_tool(server)
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Asks whether to delete a file (in a task: input_required until tasks/update answers)."""
+    answer = await ctx.elicit(f"Delete {filename}?", form(confirm="boolean"), key="confirm")
+    confirmed = answer["action"] == "accept" and answer.get("content", {}).get("confirm")
+    return f"{'Deleted' if confirmed else 'Kept'} {filename}"
+
+
+@mcp_tasks.task_tool(server)
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once: both wait in inputRequests, each answered on its own."""
+    first, second = await asyncio.gather(
+        ctx.elicit("First: your name?", form(name="string"), key="first"),
+        ctx.elicit("Second: confirm?", form(confirm="boolean"), key="second"))
+    return f"answers: {first['action']}, {second['action']}"
+
+
+@mcp_tasks.task_tool(server, support="required", asks_first=True)
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks for a name in the call (input_required, SEP-2322), then runs on as a task."""
+    answer = await ctx.elicit("What is your name?", form(name="string"), key="user_name")
+    ctx.start_task()
+    await asyncio.sleep(0.1)
+    return f"Hello, {answer.get('content', {}).get('name')}!"
+
+
 # Definitions the type hints cannot express: written by hand, as any mcp_min user may do.
 region = server.tools["test_header_param"][1]["inputSchema"]["properties"]["region"]
 region["x-mcp-header"] = "Region"
@@ -361,6 +422,11 @@ def test_prompt_with_image() -> list:
     return [{"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
             {"role": "user", "content": {"type": "text",
                                          "text": "Please analyze the image above."}}]
+
+
+# Skills (SEP-2640; the suite's sep-2640-skills-* scenarios): tests/skills/, one skill with a
+# folder in it, for resources/directory/read.
+mcp_skills.add_skills(server, Path(__file__).resolve().parent / "skills")
 
 
 if __name__ == "__main__":

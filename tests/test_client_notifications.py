@@ -63,7 +63,8 @@ SCRIPTED = textwrap.dedent('''
         sys.stdout.flush()
 ''')
 MODERN_META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
-               '"io.modelcontextprotocol/clientCapabilities":{},'
+               '"io.modelcontextprotocol/clientCapabilities":'
+               '{"extensions":{"io.modelcontextprotocol/tasks":{}}},'  # declared by default
                '"io.modelcontextprotocol/clientInfo":{"name":"mcp-min","version":"0.1.0"}}')
 DISCOVERED = ('{"jsonrpc":"2.0","id":{id},"result":{"resultType":"complete","supportedVersions":'
               '["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"ttlMs":0,'

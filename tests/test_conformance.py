@@ -23,7 +23,6 @@ NOT_SUPPORTED = {  # scenario -> why mcp_min cannot pass it
     "logging-set-level": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
     "tools-call-with-logging": "mcp_min left logging out to stay small (2026-07-28 deprecates it)",
 }
-NOT_SUPPORTED_PREFIXES = ("tasks-", "sep-2640-")
 # Change notifications (issue 23): scenario -> the checks that must run and pass, at least.
 NOTIFICATIONS = {"2025-11-25": {"resources-subscribe": 1, "resources-unsubscribe": 1,
                                 "server-sse-polling": 3},
@@ -86,7 +85,7 @@ def run_suite(url, tmp_path, spec_version):
 
 
 def supported(name):
-    return name not in NOT_SUPPORTED and not name.startswith(NOT_SUPPORTED_PREFIXES)
+    return name not in NOT_SUPPORTED
 
 
 def versions():
@@ -122,6 +121,70 @@ def test_every_supported_scenario_passes(url, tmp_path, spec_version):
     assert all(results[name][0] > 0 for name in elicitation), {n: results[n] for n in elicitation}
 
 
+# --- The extensions' server scenarios: run by name, as `--suite all --spec-version V` leaves
+# extensions out. Skills (SEP-2640, mcp_skills.py): each must run real checks and pass them all,
+# nothing skipped, at the version the suite runs extensions in (2026-07-28), and at 2025-11-25
+# (--force) too, where the suite itself skips its checks of 2026-07-28's cache attributes.
+SKILLS = {"sep-2640-skills-enumeration": 32, "sep-2640-skills-manifest": 6,
+          "sep-2640-skills-directory": 7}  # scenario -> the checks it runs at 2026-07-28
+NOT_IN_2025 = {"sep-2640-skills-list-cache-attributes", "sep-2640-skills-get-cache-attributes"}
+
+
+@pytest.mark.parametrize("spec_version", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize("scenario", sorted(SKILLS))
+def test_skills_scenario_passes_every_check(url, tmp_path, scenario, spec_version):
+    forced = ["--spec-version", spec_version, "--force"] if spec_version != "2026-07-28" else []
+    done = subprocess.run([NODE, str(SUITE), "server", "--url", url, "--scenario", scenario,
+                           "-o", str(tmp_path), *forced], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    [found] = tmp_path.glob("*/checks.json")
+    statuses = {check["id"]: check["status"] for check in json.loads(found.read_text())}
+    skipped = {name for name, status in statuses.items() if status == "SKIPPED"}
+    assert skipped == (NOT_IN_2025 & set(statuses) if forced else set()), statuses
+    assert set(statuses.values()) <= {"SUCCESS", "SKIPPED"}, done.stdout[-3000:]
+    assert len(statuses) == SKILLS[scenario] and done.returncode == 0, statuses
+
+
+# Tasks (SEP-2663, mcp_tasks.py): each runs by name at the version the suite runs extensions in
+# (2026-07-28); the extension is not defined in 2025-11-25 (SEP-2663, Backward Compatibility).
+# scenario -> the checks it must run, at least, every one passed: none failed, skipped or warned.
+TASKS = {"tasks-lifecycle": 9, "tasks-capability-negotiation": 5, "tasks-wire-fields": 4,
+         "tasks-request-state-removal": 3, "tasks-mrtr-input": 4, "tasks-request-headers": 5,
+         "tasks-dispatch-and-envelope": 9, "tasks-required-task-error": 3,
+         "tasks-mrtr-composition": 2}
+TASKS_PLACEHOLDER = {"tasks-status-notifications": "the suite's placeholder: its one check is "
+                     "skipped until it is rewritten for subscriptions/listen"}
+
+
+@pytest.fixture(scope="module")
+def tasks_checks(url, tmp_path_factory):
+    """Every tasks scenario, all at once (they mostly wait: slow_compute sleeps): {scenario:
+    [(check id, status), ...]}."""
+    folder = tmp_path_factory.mktemp("tasks")
+    reports = {name: (folder / name).open("w") for name in TASKS}
+    runs = [subprocess.Popen([NODE, str(SUITE), "server", "--url", url, "--scenario", name],
+                             stdout=report, stderr=subprocess.STDOUT, cwd=folder)
+            for name, report in reports.items()]
+    for run, report in zip(runs, reports.values()):
+        run.wait(120)
+        report.close()
+    outputs = {name: re.sub(r"\x1b\[[0-9;]*m", "", (folder / name).read_text()) for name in TASKS}
+    return {name: re.findall(r"^\S+ \[(\S+)\s*\] (\w+) ", out, re.M)
+            for name, out in outputs.items()}
+
+
+def test_every_tasks_scenario_is_run_or_a_placeholder():
+    listing = subprocess.run([NODE, str(SUITE), "list"], capture_output=True, text=True).stdout
+    assert set(re.findall(r"- (tasks-\S+) ", listing)) == TASKS.keys() | TASKS_PLACEHOLDER.keys()
+
+
+@pytest.mark.parametrize("scenario", sorted(TASKS))
+def test_tasks_scenario_passes_every_check(tasks_checks, scenario):
+    checks = tasks_checks[scenario]
+    assert len(checks) >= TASKS[scenario], checks
+    assert {status for _, status in checks} == {"SUCCESS"}, checks
+
+
 # --- The client scenarios: the suite's own test servers against our HTTPClient ---
 #
 # tests/conformance_client.py wraps HTTPClient in its default mode (server/discover first, the
@@ -138,6 +201,11 @@ CLIENT_SCENARIOS = [  # every client row of the two spec versions we speak, but 
     ("json-schema-2020-12-preservation", "2026-07-28")]
 
 
+# The skills extension's client scenarios (issue 34): run by name, with no spec version.
+SKILLS_CLIENT_SCENARIOS = [(f"sep-2640-client-{name}", "extension") for name in (
+    "no-prefetch", "verify-digest", "verify-size", "verify-frontmatter")]
+
+
 def client_rows():
     """(scenario, spec version) of each client scenario `list` names, for 2025-11-25 and
     2026-07-28; extensions and authorization (auth/...) are not ours here."""
@@ -150,17 +218,22 @@ def client_rows():
 
 def test_every_non_authorization_client_row_is_run():
     assert client_rows() == set(CLIENT_SCENARIOS)
+    listing = subprocess.run([NODE, str(SUITE), "list"], capture_output=True, text=True).stdout
+    skills = re.findall(r"- (sep-2640-client-\S+) \[extension\]", listing)
+    assert {(name, "extension") for name in skills} == set(SKILLS_CLIENT_SCENARIOS)
 
 
-@pytest.mark.parametrize("scenario, spec_version", CLIENT_SCENARIOS,
-                         ids=[f"{name}@{version}" for name, version in CLIENT_SCENARIOS])
+@pytest.mark.parametrize("scenario, spec_version", CLIENT_SCENARIOS + SKILLS_CLIENT_SCENARIOS,
+                         ids=[f"{name}@{version}" for name, version in
+                              CLIENT_SCENARIOS + SKILLS_CLIENT_SCENARIOS])
 def test_client_scenario_passes(tmp_path, scenario, spec_version):
     # The suite splits the command on spaces and hands the parts to a shell, joined by spaces
     # again: quoted, a path with a space (a checkout in "mcp min/") comes through whole.
     command = " ".join(shlex.quote(part) for part in CLIENT)
+    version = ["--spec-version", spec_version] if spec_version != "extension" else []
     done = subprocess.run([NODE, str(SUITE), "client", "--command", command, "--scenario",
-                           scenario, "--spec-version", spec_version], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120)
+                           scenario, *version], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
     out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # the report, uncoloured
     counts = re.search(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", out)
     assert counts and "OVERALL: PASSED" in out, out[-3000:]

@@ -39,6 +39,7 @@ DISCOVERED = ('{"jsonrpc":"2.0","id":"@id","result":{"resultType":"complete","su
 QUESTION = {"message": "Which account?", "requestedSchema": {"type": "object", "properties": {
     "account": {"type": "string", "enum": ["a", "b"], "default": "a"}}}}
 DONE = '{"jsonrpc":"2.0","id":"@id","result":{"content":[{"type":"text","text":"done"}]}}'
+TASKS = {"extensions": {client_module.TASKS: {}}}  # declared by default (issue 34)
 
 
 def play(tmp_path, steps, **options):
@@ -77,7 +78,7 @@ def test_legacy_elicitation_is_answered_by_a_sync_callback(tmp_path):
     sent, result = legacy_question(tmp_path, on_elicit=on_elicit)
     assert result["content"][0]["text"] == "done"
     assert seen == [(QUESTION["message"], QUESTION["requestedSchema"])]
-    assert json.loads(sent[0])["params"]["capabilities"] == {"elicitation": {}}
+    assert json.loads(sent[0])["params"]["capabilities"] == {"elicitation": {}, **TASKS}
     assert sent[3] == ('{"jsonrpc":"2.0","id":"q1","result":{"action":"accept",'
                        '"content":{"account":"b"}}}')
 
@@ -92,7 +93,7 @@ def test_legacy_elicitation_is_answered_by_an_async_callback(tmp_path):
 
 def test_without_a_callback_nothing_is_declared_and_every_question_is_declined(tmp_path):
     sent, result = legacy_question(tmp_path)
-    assert json.loads(sent[0])["params"]["capabilities"] == {}
+    assert json.loads(sent[0])["params"]["capabilities"] == TASKS  # the tasks extension only
     assert sent[3] == '{"jsonrpc":"2.0","id":"q1","result":{"action":"decline"}}'
     assert result["content"][0]["text"] == "done"
 
@@ -152,7 +153,7 @@ def test_input_required_is_retried_with_the_answers_and_the_exact_state(tmp_path
     calls = [json.loads(line) for line in sent[1:]]
     assert [call["id"] for call in calls] == [2, 3, 4]  # a new id for each round
     meta = calls[0]["params"].pop("_meta")
-    assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {}}
+    assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {}, **TASKS}
     assert all(call["params"].pop("_meta") == meta for call in calls[1:])
     assert [call["params"] for call in calls] == [
         {"name": "pick", "arguments": {"n": 1}},
@@ -173,7 +174,7 @@ def test_input_required_without_state_is_retried_without_one_and_declined_withou
     assert "requestState" not in retry
     assert retry["inputResponses"] == {"pick": {"action": "decline"}}
     assert json.loads(sent[1])["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] \
-        == {}
+        == TASKS
 
 
 def test_a_server_that_never_stops_asking_is_an_error_after_bounded_rounds(tmp_path):
@@ -250,8 +251,8 @@ def test_good_header_annotations_keep_their_tool(capsys):
 
 def test_http_client_declares_elicitation_only_with_a_callback():
     assert HTTPClient("http://127.0.0.1:1/mcp", on_elicit=print).client_capabilities == {
-        "elicitation": {}}
-    assert HTTPClient("http://127.0.0.1:1/mcp").client_capabilities == {}
+        "elicitation": {}, **TASKS}
+    assert HTTPClient("http://127.0.0.1:1/mcp").client_capabilities == TASKS
 
 
 # --- Interop: the official SDK's server (mcp 2.3.0) asks, our client answers ---

@@ -32,7 +32,7 @@ async def slow(seconds: float, ctx: Context) -> str:
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
-        cancelled.append(ctx.request_id)
+        cancelled.append(ctx.message["id"])
         raise
     return "slept"
 
@@ -212,7 +212,7 @@ async def ticks(count: int, ctx: Context) -> str:
     for i in range(count):
         ctx.report_progress(i, count)
         await asyncio.sleep(0.005)
-    ticked.append(ctx.request_id)
+    ticked.append(ctx.message["id"])
     return "ticked"
 
 

@@ -3,7 +3,8 @@
 A code line is a line holding a token that is neither a comment nor part of a docstring; blank
 lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, everything above the
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
-client.py as a whole 840; mcp_http.py 525; mcp_auth.py 415. Issue 33: server.py 460. Issue 30:
+client.py as a whole 840 (issue 34, tasks and skills on the client: 420 and 953); mcp_http.py
+525; mcp_auth.py 415. Issue 33: server.py 460. Issue 30:
 index_build.py 611 and index_search.py 249, 860 together (the build owns reading, splitting,
 embedding and writing an index; index_search imports it, never the reverse). No packed
 assignments of unrelated values (`a, b = x, y`) in the protocol files: one value per statement.
@@ -23,17 +24,19 @@ from conftest import ROOT, SUMMARY_LINES
 
 BUDGETS = [
     ("mcp_min.py", None, 760),
-    ("client.py", "Client", 360),
-    ("client.py", None, 840),
+    ("client.py", "Client", 420),
+    ("client.py", None, 953),
     ("mcp_http.py", None, 525),
     ("mcp_auth.py", None, 415),
+    ("mcp_skills.py", None, 115),
     ("server.py", None, 460),
     ("index_build.py", None, 611),
     ("index_search.py", None, 249),
+    ("mcp_tasks.py", None, 185),  # issue 34: the extensions' server side, 300 with mcp_skills.py
 ]
 CORE_BUDGET = 400  # mcp_min.py's Part A
 CORE_END = "# === The core ends here"
-PROTOCOL_FILES = ["mcp_min.py", "mcp_http.py", "mcp_auth.py", "client.py"]
+PROTOCOL_FILES = ["mcp_min.py", "mcp_http.py", "mcp_auth.py", "client.py", "mcp_tasks.py"]
 
 
 def docstring_lines(tree):
@@ -126,7 +129,7 @@ def test_ruff_check_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-README_BUDGET = 400  # lines: a tutorial read in one sitting
+README_BUDGET = 440  # lines: a tutorial read in one sitting (issue 34: 440, with the extensions)
 
 
 def test_readme_fits_its_budget():
