@@ -1,15 +1,17 @@
 """
-index_build.py - turn a folder of text files into a searchable vector index.
+index_build.py - turn a folder of documents into a searchable vector index.
 
     python index_build.py [--docs docs] [--index index]        (make index)
 
 A build, in build_index below, is five steps:
 
-    scan     every .txt, .md and .markdown file under --docs at any depth, in name order;
-             a document's name is its path inside the folder ("guide/install.md")
-    split    each file into passages of a paragraph or so (a markdown file's YAML front
-             matter left out, its title: kept): a .txt file at its blank lines,
-             a .md file also at its headings, a code example kept whole where it fits;
+    scan     every document under --docs at any depth, in name order: .txt, .md, .markdown,
+             .mdx, .rst, .html, .htm, .pdf and .ipynb files (other files are counted, not
+             read); a document's name is its path inside the folder ("guide/install.md")
+    read     each file's title and text (doc_readers.py: markup, navigation and a markdown
+             file's YAML front matter left out; a PDF's text page by page)
+    split    the text into passages of a paragraph or so: a .txt or PDF page at its blank
+             lines, the rest also at its headings, a code example kept whole where it fits;
              each passage short enough for the model, counted in its own word pieces
     embed    each passage, under its heading (its folders, the document's title and, in
              markdown, the path of headings above it), into a 384-number vector (the
@@ -29,7 +31,7 @@ The index folder then holds:
                             the sha256 of each file there and of the manifest's own content
     data-*/vectors.faiss    the vectors, a FAISS index (inner product of unit vectors = cosine)
     data-*/passages.jsonl   one passage per line: {"source", "passage", "paragraph",
-                            "heading", "text"}
+                            "heading", "text"}, and a PDF's "page"
     .lock                   held by the build that is running, so two builds never mix
 
 A server reading the index meanwhile sees the old index or the new one, never a mix, and a
@@ -39,8 +41,9 @@ build publishes).
 
 A file that cannot be a document is skipped with one line on stderr that says why: it
 cannot be read, its bytes are not text (NUL bytes, not UTF-8, mostly control characters),
-it is over MAX_FILE_BYTES, its name is not printable UTF-8, or it is not a regular file
-inside the folder (a symlink out of it, a FIFO). The build fails only when nothing is left.
+its reader fails (a damaged, scanned or encrypted PDF, a notebook that is not JSON), it is
+over MAX_FILE_BYTES, its name is not printable UTF-8, or it is not a regular file inside
+the folder (a symlink out of it, a FIFO). The build fails only when nothing is left.
 
 Below the build come its parts: reading the documents, cutting them into passages, the
 model, what the index being replaced already holds (its passages and vectors, kept where
@@ -56,7 +59,6 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import html
 import json
 import os
 import re
@@ -69,9 +71,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import doc_readers
+from doc_readers import LINE_WITH_WORDS, Unusable, strip_markup
+
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384  # the length of its vectors
-DOC_SUFFIXES = (".txt", ".md", ".markdown")  # markdown: all but .txt
 # Folders never read: tools' own files, not documents (hidden ones, .git, are passed over too).
 SKIPPED_FOLDERS = {"node_modules"}
 # A scan stops going deeper than MAX_DEPTH folders and takes at most MAX_FILES documents:
@@ -82,13 +86,8 @@ MAX_FILES = 100_000
 # The largest document accepted: 32 MiB of text is some 35,000 passages, about seven
 # minutes of embedding on one core. Anything bigger is more likely a dump than a document.
 MAX_FILE_BYTES = 32 * 2 ** 20
-# A title is a document's first line, which in a log or a one-line dump can be megabytes;
-# list_documents shows every title, so each is cut to this many characters.
-TITLE_MAX_CHARS = 200
 # --name and --description: what every model that connects reads first; a line, not an essay.
 MAX_DESCRIPTION_CHARS = 400
-# C0 control characters other than tab, newline, vertical tab, form feed and carriage return.
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 # Passages. The model reads at most MODEL_WINDOW_TOKENS word pieces ([CLS] and [SEP]
 # included) and silently ignores the rest, so a passage and the heading embedded above it
@@ -100,22 +99,9 @@ MODEL_WINDOW_TOKENS = 256
 MAX_PASSAGE_CHARS = 1000
 MIN_PASSAGE_CHARS = 120
 MIN_SECTION_CHARS = 250
-TITLE_SEARCH_CHARS = 4000  # how far into a document its title is looked for
-# YAML front matter: a "---" line first, then YAML up to a "---" (or "...") line, read from at
-# most this many characters: a block is a few lines of metadata, not a document.
-FRONT_MATTER_MAX_CHARS = 64 * 1024
-FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
-# Markdown: a heading ("## Usage"), a code fence ("```python"), and markup with no words
-# to find: comments, tags, images and badges, link references ("[npm]: https://..."),
-# heading, emphasis and code marks; a link keeps its text. Bounded repeats keep each
-# pattern linear on a huge line.
+# Markdown: a heading ("## Usage") and a code fence ("```python"); doc_readers strips markup.
 HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-NO_WORDS = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][^>]{0,1000}>|(?<!\w)[#*_`~]+|[*_`~]+(?!\w)"
-                      r"|!\[[^\]]{0,1000}\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])?"
-                      r"|^ {0,3}\[[^\]\n]{1,1000}\]:[^\n]*", re.S | re.M)
-LINK = re.compile(r"\[([^\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])")
-LINE_WITH_WORDS = re.compile(r"^.*\w.*$", re.M)
 SENTENCE_END = re.compile(r"[.!?]\s")
 
 # Up to this many passages an exact search (IndexFlatIP: compare the query with every
@@ -149,17 +135,14 @@ LOCK_FILE = ".lock"
 EMBEDDED_FILE = ".embedded"     # vectors embedded since the last publish: the next build resumes
 DATA_PREFIX = "data-"           # data-<time>-<random>: the vectors and passages of one build
 BUILDING_PREFIX = ".building-"  # a data folder still being written
-# What cut the passages: this very file. A file unchanged since the last build keeps its
-# passages only when the same code would cut them again (read_documents' split_before).
-SPLITTER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+# What cut the passages: this very file and the readers. A file unchanged since the last build
+# keeps its passages only when the same code would cut them again (read_documents' split_before).
+SPLITTER = hashlib.sha256(Path(__file__).read_bytes()
+                          + Path(doc_readers.__file__).read_bytes()).hexdigest()
 
 
 class BuildError(Exception):
     """A problem the user can fix (wrong folder, bad file); shown without a traceback."""
-
-
-class Unusable(Exception):
-    """A file that cannot be a document; the message says why, e.g. "holds NUL bytes: ..."."""
 
 
 # ----------------------------------------------------------------------------
@@ -178,7 +161,8 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
     included, index_dir is as it was and no temporary folder is left.
     """
     current = current_index(index_dir)
-    files, passages, skipped = read_documents(docs_dir, split_before(current))
+    others = []  # the files that are no document (images, styles, scripts): counted
+    files, passages, skipped = read_documents(docs_dir, split_before(current), others)
     check_index_dir(index_dir)
     created = datetime.now(timezone.utc)
     data = f"{DATA_PREFIX}{created:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -200,7 +184,8 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
                 "index_type": type(faiss_index).__name__, "data": data,
                 "docs_dir": os.path.relpath(Path(docs_dir).resolve(), index_dir.resolve()),
                 "created": created.isoformat(timespec="seconds"),
-                "counts": {"files": len(files), "passages": len(passages), "skipped": len(skipped)},
+                "counts": {"files": len(files), "passages": len(passages), "skipped": len(skipped),
+                           "other": len(others)},
                 "files": files, "skipped": skipped,
             }
             with writing(index_dir):
@@ -214,16 +199,17 @@ def build_index(docs_dir, index_dir, model=None, name=None, description=None, en
 # ----------------------------------------------------------------------------
 # Reading the documents
 
-def read_documents(docs_dir, split_before=None):
+def read_documents(docs_dir, split_before=None, others=None):
     """Read every document, returning (files, passages, skipped) ready to embed and describe.
 
     split_before: {name: (its "files" entry, [its passages])} of the current index, built by
     this same index_build.py: a file whose bytes did not change keeps its passages, unsplit.
+    others: a list that gets the names of the files that are no document (scan_docs).
 
     files:    {name: {"sha256", "bytes", "title", "passages", "cut"}} in name order; "cut"
               counts the blocks too long for one passage (split_into_passages)
-    passages: [{"source", "passage", "paragraph", "heading", "text"}], passage numbered
-              from 1 per file
+    passages: [{"source", "passage", "paragraph", "heading", "text"}, and "page" in a PDF],
+              passage numbered from 1 per file, paragraph per part (a PDF's page)
     skipped:  {shown name: reason} for every file that could not be used; each one is also
               reported on stderr.
     Raises BuildError when the folder cannot be read or nothing usable is in it.
@@ -232,11 +218,12 @@ def read_documents(docs_dir, split_before=None):
     if not docs_dir.is_dir():
         raise BuildError(f"docs folder not found: {docs_dir} is not an existing folder")
     try:
-        paths, unusable = scan_docs(docs_dir)
+        paths, unusable = scan_docs(docs_dir, others)
     except OSError as e:
         raise BuildError(f"cannot read the docs folder {docs_dir} ({os_reason(e)})") from None
     if not paths and not unusable:
-        raise BuildError(f"no .txt, .md or .markdown files in {docs_dir}: nothing to index")
+        formats = ", ".join(doc_readers.SUFFIXES).replace(", .ipynb", " or .ipynb")
+        raise BuildError(f"no {formats} files in {docs_dir}: nothing to index")
     files, passages = {}, []
     tokenizer = load_tokenizer()
     progress = Progress("read", "files", len(paths))
@@ -250,36 +237,41 @@ def read_documents(docs_dir, split_before=None):
                 files[name] = before[0]
                 passages += before[1]
                 continue
-            text = decode_text(data)
+            document = doc_readers.read_document(name, data)
         except Unusable as e:
             unusable.append((name, str(e)))
             continue
-        markdown = path.suffix.lower() != ".txt"
-        front, text = split_front_matter(text, name) if markdown else ({}, text)
-        title = document_title(text, path.name, front)
         folders = name.split("/")[:-1]  # a product version, a section: embedded and matched too
-        pieces, cut = split_into_passages(text, title, markdown, tokenizer, folders)
+        pieces = []  # [(page, paragraph, heading, text)]: a page is one of a PDF's, else None
+        cut = 0
+        for page, text in document.parts:
+            part, part_cut = split_into_passages(text, document.title, document.markdown,
+                                                 tokenizer, folders)
+            pieces += [(page, *piece[:3]) for piece in part]
+            cut += part_cut
         files[name] = {"sha256": sha256, "bytes": len(data),
-                       "title": title, "passages": len(pieces), "cut": cut}
-        for position, (paragraph, heading, passage_text, _) in enumerate(pieces, start=1):
+                       "title": document.title, "passages": len(pieces), "cut": cut}
+        for position, (page, paragraph, heading, passage_text) in enumerate(pieces, start=1):
             passages.append({"source": name, "passage": position, "paragraph": paragraph,
-                             "heading": heading, "text": passage_text})
+                             "heading": heading, "text": passage_text,
+                             **({"page": page} if page else {})})
     for shown, reason in unusable:
         print(f"index_build: skipping {shown}: {reason}", file=sys.stderr, flush=True)
     if not files:
-        raise BuildError(f"none of the {len(unusable)} .txt/.md files in {docs_dir} can be "
+        raise BuildError(f"none of the {len(unusable)} documents in {docs_dir} can be "
                          "used (see the lines above): nothing to index")
     if not passages:
         raise BuildError(f"the files in {docs_dir} contain no text: nothing to index")
     return files, passages, dict(unusable)
 
 
-def scan_docs(docs_dir):
+def scan_docs(docs_dir, others=None):
     """(usable, skipped): the candidate documents under docs_dir at any depth, in name order.
 
     A document's name is its path inside the folder, with "/" ("guide/install.md").
-    Candidates are the .txt, .md and .markdown files; hidden files and folders (.git, editor
-    swap files) and node_modules are not documents and are passed over without a word.
+    Candidates are the files of a format doc_readers reads; others (a list, if given) gets
+    the names of the rest (images, styles, scripts, fonts), to be counted; hidden files and
+    folders (.git, editor swap files) and node_modules are passed over without a word.
     usable:  {name: Path} of candidates whose name and place are fine (their bytes are
              checked when they are read)
     skipped: [(shown name, reason)] for candidates whose name is not printable UTF-8, that
@@ -292,6 +284,7 @@ def scan_docs(docs_dir):
     docs_dir = Path(docs_dir)
     root = docs_dir.resolve()
     usable, skipped = {}, []
+    others = [] if others is None else others
     folders = [("", 0)]      # (name prefix, depth) of each folder still to read
     seen = {root}            # the real folders read: a symlink to one of them is a loop
     while folders:
@@ -322,7 +315,8 @@ def scan_docs(docs_dir):
                 else:
                     skipped.append((shown_name(name) + "/", problem))
                 continue
-            if os.path.splitext(entry.name)[1].lower() not in DOC_SUFFIXES:
+            if os.path.splitext(entry.name)[1].lower() not in doc_readers.SUFFIXES:
+                others.append(name)
                 continue
             if problem is None and not is_file_inside(root, entry):
                 problem = "not a regular file inside the docs folder"
@@ -400,80 +394,6 @@ def read_document_bytes(path):
     if len(data) > MAX_FILE_BYTES:  # it grew since fstat
         raise Unusable(too_big)
     return data
-
-
-def decode_text(data):
-    """The text of a document's bytes: UTF-8 (a byte order mark is allowed), or UTF-16 with one.
-
-    Raises Unusable for bytes that are not text: a NUL byte never occurs in UTF-8 text and
-    is the mark of binary files and of UTF-16 written without a byte order mark; and text
-    that is more than 1% control characters is not something a person wrote.
-    """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        codec, label = "utf-16", "UTF-16"
-    else:
-        codec, label = "utf-8-sig", "UTF-8"  # -sig: tolerate the byte order mark some editors write
-        if b"\x00" in data:
-            raise Unusable(f"holds NUL bytes (the first at offset {data.index(0)}), so it is "
-                           "binary or UTF-16 without a byte order mark; save it as UTF-8")
-    try:
-        text = data.decode(codec)
-    except UnicodeDecodeError as e:
-        raise Unusable(f"not valid {label} (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
-                       "save it as UTF-8") from None
-    controls = len(text) - len(CONTROL_CHARACTERS.sub("", text))
-    if controls * 100 > len(text):
-        raise Unusable(f"{controls:,} of its {len(text):,} characters are control characters, "
-                       "so it is not plain text")
-    return text
-
-
-def document_title(text, file_name, front=None):
-    """The title in the front matter (a text or a number), else the first line with words near
-    a document's top, its markup removed ("# Express [![npm](...)](...)" becomes "Express"),
-    else the file name without its suffix; on one line, cut to TITLE_MAX_CHARS."""
-    title = (front or {}).get("title")
-    if type(title) not in (str, int, float) or not str(title).split():  # a bool is no title
-        # Only the top is read: a 32 MiB file of one line must not be copied whole.
-        line = LINE_WITH_WORDS.search(strip_markup(text[:TITLE_SEARCH_CHARS]))
-        title = line[0] if line else Path(file_name).stem.strip() or file_name
-    title = " ".join(str(title).split())
-    if len(title) > TITLE_MAX_CHARS:
-        title = title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return title
-
-
-def split_front_matter(text, name):
-    """(front matter, the rest): a markdown file's YAML front matter ("---" lines around
-    "title: ..."), read with PyYAML's safe loader from at most FRONT_MATTER_MAX_CHARS, and the
-    text after it. A block that is not closed in time, not YAML, or not a mapping stays text
-    (its title taken from what follows it), and the build says so on stderr, once a file."""
-    if not text.startswith(("---\n", "---\r\n")):
-        return {}, text
-    import yaml
-
-    end = FRONT_MATTER_END.search(text, 3, FRONT_MATTER_MAX_CHARS)
-    problem = f"not closed within {FRONT_MATTER_MAX_CHARS:,} characters"
-    if end:
-        try:
-            front = yaml.load(text[3:end.start()], Loader=yaml.CSafeLoader)
-            problem = None if isinstance(front, dict) else "not a mapping of names to values"
-        except yaml.YAMLError as e:
-            problem = "not valid YAML: " + " ".join(str(e).split())[:200]
-    if problem:
-        print(f"index_build: {shown_name(name)}: front matter read as text ({problem})",
-              file=sys.stderr, flush=True)
-        # Text, but not a title: "external help file: ..." names no document. The title is
-        # then the first line with words after the block (often the same "# Heading").
-        body = text[end.end():] if end else text
-        return {"title": document_title(body, name)}, text
-    return front, text[end.end():]
-
-
-def strip_markup(text):
-    """The words of markdown or HTML: comments, tags, images, badges and link references
-    removed, a link replaced by its text, heading, emphasis and code marks dropped."""
-    return html.unescape(LINK.sub(r"\1", NO_WORDS.sub("", text)))
 
 
 # ----------------------------------------------------------------------------
@@ -957,7 +877,8 @@ def signals_held():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Build the vector index that server.py searches.")
-    parser.add_argument("--docs", default="docs", help="folder of .txt/.md files (default: docs)")
+    parser.add_argument("--docs", default="docs", help="folder of documents: .md, .rst, .html, "
+                        ".pdf, ... (default: docs)")
     parser.add_argument("--index", default="index", help="index folder to write (default: index)")
     parser.add_argument("--name", type=one_line, help="what the documents are called, for the "
                         "model that searches them (default: the docs folder's name)")
@@ -995,9 +916,11 @@ def main(argv=None):
     cut = sum(info["cut"] for info in manifest["files"].values())
     cut = f"; {cut} block(s) cut to fit the model's window" if cut else ""
     skipped = (f"; skipped {counts['skipped']} file(s), named above" if counts["skipped"] else "")
+    other = (f"; {counts['other']} other file(s) (images, styles, scripts...) not read"
+             if counts["other"] else "")
     print(f"indexed {counts['files']} files -> {counts['passages']} passages "
           f"({manifest['dimension']}-dim, {manifest['index_type']}) in {args.index}/ "
-          f"in {time.perf_counter() - started:.1f} s{cut}{skipped}")
+          f"in {time.perf_counter() - started:.1f} s{cut}{other}{skipped}")
     return 0
 
 

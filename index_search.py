@@ -33,10 +33,11 @@ import re
 import stat
 from pathlib import Path
 
+import doc_readers
 import index_build
-from index_build import (MANIFEST_FILE, MODEL_NAME, RANKING, Unusable, decode_text,
-                         embedding_texts, file_stamp, manifest_sha256, open_document,
-                         os_reason, read_document_bytes, scan_docs)
+from index_build import (MANIFEST_FILE, MODEL_NAME, RANKING, Unusable, embedding_texts,
+                         file_stamp, manifest_sha256, open_document, os_reason,
+                         read_document_bytes, scan_docs)
 
 # The ranking eval.py compares the others with: cosine similarity alone, passages as they are.
 PLAIN_DENSE = {"passage_text": "plain", "fusion": "none", "distinct_sources": False}
@@ -216,8 +217,9 @@ def folder_listing(files, prefix, limit):
 
 
 def read_text(path):
-    """The text of an indexed document, to serve it; Unusable says why it is not one any more."""
-    return decode_text(read_document_bytes(path))
+    """The text of an indexed document, to serve it (doc_readers.served_text: a PDF's or a
+    web page's text, never its bytes); Unusable says why it is not one any more."""
+    return doc_readers.served_text(path.name, read_document_bytes(path))
 
 
 def file_sha256(path):
@@ -235,7 +237,8 @@ def file_sha256(path):
 def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, lexical,
                   folder="", pages=None):
     """The top_k results for a query under a ranking (RANKING or one of eval.py's variants),
-    best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing].
+    best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing and
+    "page" for a PDF's passage].
     query_vector None (server.py, while its model loads): a keyword ranking, BM25 alone, of
     the passages that hold a word of the query: "score" is BM25's, and there is no "distance".
 
@@ -280,6 +283,8 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
         result["rank"] = rank
         if query_vector is not None:
             result["distance"] = round(1.0 - dense[i], 4)
+        if "page" in passages[i]:  # a PDF's
+            result["page"] = passages[i]["page"]
         if ranking["fusion"] != "none" or query_vector is None:
             result["score"] = round(scores[i], 4)
     return results[:top_k]

@@ -106,6 +106,7 @@ RESULT_SCHEMA = {
     "properties": {
         "rank": {"type": "integer", "description": "1 = closest match"},
         "source": {"type": "string", "description": "file the passage comes from"},
+        "page": {"type": "integer", "description": "the page of a PDF the passage is on"},
         "distance": {"type": "number", "description": "1 - cosine similarity; smaller is closer"},
         "text": {"type": "string"},
         "note": {"type": "string", "description": "present when the file changed since"},
@@ -121,8 +122,7 @@ RESULT_SCHEMA = {
 }
 SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"], "properties": {
     "results": {"type": "array", "items": RESULT_SCHEMA},
-    "ranking": {"type": "string", "enum": ["meaning", "keyword"], "description": "keyword: "
-                "ranked by BM25 alone (score), not by meaning, as while the model loads"}}}
+    "ranking": {"enum": ["meaning", "keyword"], "description": "keyword: BM25 only, no model yet"}}}
 # What a keyword ranking says first; {why}: the model "is still loading" or "could not be loaded".
 KEYWORD_NOTE = "Keyword ranking (BM25), not by meaning: the embedding model {why}.\n\n"
 
@@ -223,8 +223,7 @@ def list_documents(folder: Annotated[str, 'a folder ("guide/") or the start of n
 
 @server.tool()
 @refusals_answered
-def get_document(name: Annotated[str, "the file's exact name, as list_documents and search give "
-                                 'it ("guide/install.md")'], ctx: Context) -> str:
+def get_document(name: Annotated[str, 'its exact name ("guide/install.md")'], ctx: Context) -> str:
     """Return one document file of {index[name]} in full, by its exact name.
 
     Use it when the passages from search are not enough and the whole file is needed. The
@@ -262,13 +261,13 @@ def read_document(name):
     # "FAQ.TXT", "faq.txt\0" and anything else that is not literally an indexed file.
     if name not in manifest["files"]:
         raise Refusal(f"unknown document {show_name(name)}. "
-                         f"Valid names: {valid_names(manifest['files'])}")
+                      f"Valid names: {valid_names(manifest['files'])}")
     # The build's own rule, applied again to this one file: it may have been replaced since,
     # say by a symlink out of the folder.
     path = index_search.document_path(docs_dir, name)
     if path is None:
         raise Refusal(f"document {show_name(name)} is not available any more. "
-                         f"Valid names: {valid_names(manifest['files'])}")
+                      f"Valid names: {valid_names(manifest['files'])}")
     try:
         text = index_search.read_text(path)
     except index_build.Unusable as e:  # its text names no path: safe to show
@@ -307,7 +306,15 @@ def document_uri(name):
 
 
 def mime_type(name):
-    return "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+    """A document's text as served: a .txt file as it is, any other as markdown-style text (the
+    text doc_readers extracts from .mdx, .rst, HTML, PDF and notebooks; never their bytes)."""
+    return "text/plain" if name.lower().endswith(".txt") else "text/markdown"
+
+
+def as_is(name):
+    """Whether a document is served as its bytes are (so its size is theirs): .txt and
+    markdown; the text of any other format is extracted (doc_readers.served_text)."""
+    return name.lower().endswith((".txt", ".md", ".markdown"))
 
 
 @server.prompt(title="Ask the documents", complete={"document": document_names})
@@ -386,10 +393,8 @@ class Library:
 
     def embed_query(self, query):
         """The query's vector; None while the model loads, or if it could not be loaded."""
-        if self.model is None:
-            return None
-        with self.encode_lock:
-            return index_build.embed(self.model, [query])
+        with self.encode_lock:  # the model is set once, and a build embeds only with it
+            return None if self.model is None else index_build.embed(self.model, [query])
 
     def current_manifest(self):
         """(stamp, manifest, docs folder), read again when manifest.json changed; IndexProblem
@@ -403,7 +408,7 @@ class Library:
                 # Made once per manifest: resources/list asks once per page, 30 times for 3,000.
                 self.resources = {name: {"uri": document_uri(name), "name": name,
                                          "title": info["title"], "mimeType": mime_type(name),
-                                         "size": info["bytes"]}
+                                         **({"size": info["bytes"]} if as_is(name) else {})}
                                   for name, info in manifest["files"].items()}
             return self.manifest
 
@@ -500,13 +505,13 @@ def check_query(query):
         raise Refusal("query is empty: pass the question, in plain words")
     if len(query) > MAX_QUERY_CHARS:
         raise Refusal(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
-                         "Pass only the question itself")
+                      "Pass only the question itself")
     try:
         query.encode("utf-8")
     except UnicodeEncodeError as e:  # else the tokenizer fails with a riddle (TextEncodeInput)
         raise Refusal(f"query is not valid text: character {e.start + 1} is a lone surrogate "
-                         f"({query[e.start].encode('unicode_escape').decode()}), half of a "
-                         "character; send the question as whole characters") from None
+                      f"({query[e.start].encode('unicode_escape').decode()}), half of a "
+                      "character; send the question as whole characters") from None
     return query
 
 
@@ -523,7 +528,8 @@ def format_results(results):
     return "\n\n".join(f"[{r['rank']}] source: {r['source']} ("
                        + (f"distance: {r['distance']:.2f})" if "distance" in r else
                           f"keyword score: {r['score']:.2f})")
-                       + f"{' [' + r['note'] + ']' if 'note' in r else ''}"
+                       + f"{', page ' + str(r['page']) if 'page' in r else ''}"
+                       f"{' [' + r['note'] + ']' if 'note' in r else ''}"
                        f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
                        f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"
                        f"\n{r['text']}" for r in results)
@@ -553,8 +559,8 @@ def checked_folder(files, folder):
     folders = index_search.folders_of(files)
     closest = difflib.get_close_matches(folder + "/", folders, n=MAX_FOLDERS_NAMED, cutoff=0)
     raise Refusal(f"unknown folder {show_name(folder)}. The folders there are ({len(folders):,},"
-                     f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
-                     "no folder to search all the documents")
+                  f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
+                  "no folder to search all the documents")
 
 
 def valid_names(files):
@@ -591,7 +597,7 @@ class RateLimit:
             self.last = now
             if self.tokens < 1:
                 raise Refusal(f"rate limit: at most {self.rate:g} calls per second; "
-                                   f"retry in {(1 - self.tokens) / self.rate:.1f} s")
+                              f"retry in {(1 - self.tokens) / self.rate:.1f} s")
             self.tokens -= 1
 
 

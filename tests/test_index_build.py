@@ -198,10 +198,11 @@ def test_missing_docs_folder(tmp_path):
 
 def test_empty_docs_folder(tmp_path):
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF")
+    (tmp_path / "docs" / "photo.png").write_bytes(b"\x89PNG")  # a format no reader reads
+    (tmp_path / "docs" / "site.css").write_text("body {}")
     result = run_cli("--docs", tmp_path / "docs", "--index", tmp_path / "index")
     assert result.returncode == 1
-    assert "no .txt, .md or .markdown files" in result.stderr
+    assert "no .txt, .md, .markdown, .mdx, .rst, .html, .htm, .pdf or .ipynb files" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
 
 
@@ -294,7 +295,7 @@ def test_nothing_usable_keeps_the_old_index(small_docs, tmp_path, model):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 4 and all(line.startswith("index_build: skipping ") for line in lines[:3])
-    assert lines[3].startswith("index_build: error: none of the 3 .txt/.md files in ")
+    assert lines[3].startswith("index_build: error: none of the 3 documents in ")
     assert lines[3].endswith("can be used (see the lines above): nothing to index")
     assert snapshot(index_dir) == before
 

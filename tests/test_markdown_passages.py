@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+import doc_readers
 import index_build
 from conftest import DOCS, ROOT
 
@@ -121,13 +122,13 @@ def test_badge_image_and_link_reference_blocks_are_left_out():
     ("The Wandering Kettle — FAQ\n\nDogs are welcome.", "The Wandering Kettle — FAQ"),
 ])
 def test_a_title_is_the_first_line_with_words_without_its_markup(text, title):
-    assert index_build.document_title(text, "file.md") == title
+    assert doc_readers.document_title(text, "file.md") == title
 
 
 def test_a_document_with_no_words_at_the_top_is_titled_by_its_file_name():
-    assert index_build.document_title('<p align="center"><img src="a.png"></p>\n\n',
+    assert doc_readers.document_title('<p align="center"><img src="a.png"></p>\n\n',
                                       "my-notes.md") == "my-notes"
-    assert index_build.document_title("", "empty.txt") == "empty"
+    assert doc_readers.document_title("", "empty.txt") == "empty"
 
 
 def test_titles_of_the_readme_set_hold_no_markup():
@@ -218,7 +219,7 @@ def test_the_heading_embedded_above_a_passage():
 
 def test_markup_patterns_stay_linear_on_a_huge_line():
     nasty = "[![" * 30_000 + "<a" * 30_000 + "<!--" + "](" * 30_000
-    assert index_build.document_title(nasty, "nasty.md") == "nasty"
+    assert doc_readers.document_title(nasty, "nasty.md") == "nasty"
     assert index_build.split_blocks(nasty, True) == [nasty]  # "<a" is no tag: "a" is a word
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import doc_readers
 import index_build
 import index_search
 import mcp_min
@@ -89,7 +90,8 @@ def as_other_user(folder):
         return (sys.executable,), ROOT
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: cannot make a file unreadable")
-    for name in ("index_build.py", "index_search.py", "server.py", "mcp_min.py", "mcp_http.py"):
+    for name in ("index_build.py", "index_search.py", "doc_readers.py", "server.py", "mcp_min.py",
+                 "mcp_http.py"):
         shutil.copy(ROOT / name, folder / name)
     python = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
               os.path.join(os.path.realpath(sys.prefix), "bin", "python"))
@@ -239,7 +241,7 @@ def test_nothing_usable_is_one_line_and_writes_nothing(tmp_path):
         "index_build: skipping \\xff.md: its name is not valid UTF-8; rename it",
         "index_build: skipping a.txt: holds NUL bytes (the first at offset 0), so it is binary or "
         "UTF-16 without a byte order mark; save it as UTF-8",
-        f"index_build: error: none of the 2 .txt/.md files in {docs} can be used (see the lines "
+        f"index_build: error: none of the 2 documents in {docs} can be used (see the lines "
         "above): nothing to index"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]
 
@@ -281,10 +283,10 @@ def test_a_big_document_of_any_shape_splits_whole(shape, request):
 
 def test_a_huge_first_line_makes_a_short_title():
     text = "T" * 2_500_000 + "\n\nbody"
-    title = index_build.document_title(text, "huge.txt")
-    assert len(title) == index_build.TITLE_MAX_CHARS and title.endswith("…")
-    assert index_build.document_title("\n \n  Short title  \nbody", "x.txt") == "Short title"
-    assert index_build.document_title(" \n\t", "blank.txt") == "blank"  # no words: the file name
+    title = doc_readers.document_title(text, "huge.txt")
+    assert len(title) == doc_readers.TITLE_MAX_CHARS and title.endswith("…")
+    assert doc_readers.document_title("\n \n  Short title  \nbody", "x.txt") == "Short title"
+    assert doc_readers.document_title(" \n\t", "blank.txt") == "blank"  # no words: the file name
 
 
 def fake_index(index_dir, docs, files):
@@ -297,7 +299,7 @@ def fake_index(index_dir, docs, files):
         data = text.encode("utf-8")
         (docs / name).write_bytes(data)
         entries[name] = {"sha256": sha256(data), "bytes": len(data),
-                         "title": index_build.document_title(text, name), "passages": 1}
+                         "title": doc_readers.document_title(text, name), "passages": 1}
         passages.append({"source": name, "passage": 1, "paragraph": 1, "heading": "",
                          "text": text[:1000]})
     vectors = np.random.default_rng(0).normal(size=(len(passages), 384)).astype("float32")
@@ -340,7 +342,7 @@ def test_results_stay_far_below_the_message_limit(tmp_path):
         documents = listed["structuredContent"]["documents"]
         assert 0 < len(documents) < 3001 and listed["structuredContent"]["more"] == 3001 - len(
             documents)
-        assert all(len(d["title"]) == index_build.TITLE_MAX_CHARS for d in documents)
+        assert all(len(d["title"]) == doc_readers.TITLE_MAX_CHARS for d in documents)
         assert len(documents) == server_module.MAX_LISTED
         assert text_of(listed).endswith(" more, not listed to keep this answer short: pass a "
                                         "longer `folder` (a folder, or the start of the names) "

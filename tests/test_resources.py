@@ -21,6 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import PromptReference, ResourceTemplateReference
 
+import doc_readers
 import index_build
 import index_search
 import mcp_min
@@ -65,7 +66,7 @@ def uri_of(name):
 
 
 def mime_of(name):
-    return "text/markdown" if name.endswith(".md") else "text/plain"
+    return "text/plain" if name.endswith(".txt") else "text/markdown"
 
 
 def line(message):
@@ -454,7 +455,7 @@ def many_files(tmp_path_factory, model):
         if i < 100:
             name, title = f"{i:04d} {'é' * 120}.txt", "Bikes" + "\U0001F6B2" * 300
         else:
-            name, title = f"{i:04d}.txt", f"{i:04d}" + "x" * (index_build.TITLE_MAX_CHARS - 4)
+            name, title = f"{i:04d}.txt", f"{i:04d}" + "x" * (doc_readers.TITLE_MAX_CHARS - 4)
         (docs / name).write_text(f"{title}\n\nPart {i}.\n", encoding="utf-8")
     index_build.build_index(docs, folder / "index", model=model)
     return docs, folder / "index"
@@ -475,7 +476,7 @@ def test_3000_files_list_page_by_page_far_below_the_message_limit(many_files):
     names = sorted(path.name for path in docs.iterdir())
     assert [r["name"] for r in listed] == names and len(set(names)) == MANY
     assert all(r["uri"] == uri_of(r["name"]) for r in listed)
-    assert all(len(r["title"]) == index_build.TITLE_MAX_CHARS for r in listed)
+    assert all(len(r["title"]) == doc_readers.TITLE_MAX_CHARS for r in listed)
     assert max(len(got[i]) for i in got if i) == len(got[1])  # the accents and the bicycles
 
 

@@ -99,7 +99,7 @@ def test_each_parameter_has_its_own_description_and_top_k_its_range_on_the_wire(
     assert tools["search"]["folder"]["default"] == ""
     assert tools["search"]["folder"]["description"].startswith("only the documents in this folder")
     assert tools["list_documents"]["folder"]["description"].startswith('a folder ("guide/")')
-    assert tools["get_document"]["name"]["description"].startswith("the file's exact name")
+    assert tools["get_document"]["name"]["description"] == 'its exact name ("guide/install.md")'
     for properties in tools.values():
         assert all(len(schema["description"]) > 20 for schema in properties.values())
 

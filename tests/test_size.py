@@ -4,9 +4,11 @@ A code line is a line holding a token that is neither a comment nor part of a do
 lines do not count. Budgets (issue 29): mcp_min.py 760, and its core (Part A, everything above the
 line "# === The core ends here": a complete tools server) 400; the Client class in client.py 360,
 client.py as a whole 840 (issue 34, tasks and skills on the client: 420 and 953); mcp_http.py
-525; mcp_auth.py 415. Issue 33: server.py 460. Issue 30:
-index_build.py 611 and index_search.py 249, 860 together (the build owns reading, splitting,
-embedding and writing an index; index_search imports it, never the reverse). No packed
+525; mcp_auth.py 415. Issue 30: server.py 440, and index_build.py and index_search.py 860
+together (the build owns reading, splitting, embedding and writing an index; index_search
+imports it, never the reverse). Issue 33: server.py 460; doc_readers.py, the readers of each
+format (documents in, text out), 300; reading moved there from index_build.py, whose budget
+became 600 of the 860, index_search.py's 260. No packed
 assignments of unrelated values (`a, b = x, y`) in the protocol files: one value per statement.
 No line over 100 characters in any .py file, and `ruff check` (pyflakes, line length; see
 pyproject.toml) passes. Like tinygrad's line gate: when something does not fit, make it simpler
@@ -30,8 +32,9 @@ BUDGETS = [
     ("mcp_auth.py", None, 415),
     ("mcp_skills.py", None, 115),
     ("server.py", None, 460),
-    ("index_build.py", None, 611),
-    ("index_search.py", None, 249),
+    ("index_build.py", None, 600),
+    ("index_search.py", None, 260),
+    ("doc_readers.py", None, 300),
     ("mcp_tasks.py", None, 185),  # issue 34: the extensions' server side, 300 with mcp_skills.py
 ]
 CORE_BUDGET = 400  # mcp_min.py's Part A
