@@ -13,8 +13,8 @@ import pytest
 
 from conftest import ROOT, server_py_over_http
 
-PROJECT_FILES = ["client.py", "server.py", "index_build.py", "index_search.py", "mcp_min.py",
-                 "mcp_http.py", "mcp_auth.py"]
+PROJECT_FILES = ["client.py", "server.py", "index_build.py", "index_search.py", "doc_readers.py",
+                 "mcp_min.py", "mcp_http.py", "mcp_auth.py"]
 
 
 # The demo's one search is its server's first: by meaning, or by keywords while the model loads.
