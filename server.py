@@ -148,7 +148,8 @@ def refusals_answered(tool):
 @server.tool(output_schema=SEARCH_OUTPUT_SCHEMA)
 @refusals_answered
 def search(query: Annotated[str, "the question, in plain words (1,000 characters at most)"],
-           top_k: Annotated[int, "how many passages to return, best first"] = 5,
+           top_k: Annotated[int, "how many passages to return, best first",
+                            {"minimum": 1, "maximum": MAX_TOP_K}] = 5,
            folder: Annotated[str, 'only the documents in this folder ("7.4/", "guide/", as '
                              'list_documents names them); "" for all'] = "") -> ToolResult:
     """Search {index[name]} for the passages closest in meaning to a question.
@@ -185,10 +186,6 @@ def search(query: Annotated[str, "the question, in plain words (1,000 characters
     ranking = "keyword" if vector is None else "meaning"
     return ToolResult([text, *links], structured={"results": results, "ranking": ranking})
 
-
-# mcp_min's schema_for takes Annotated's texts, not a range: top_k's range is added here.
-search_parameters = server.tools["search"].definition["inputSchema"]["properties"]
-search_parameters["top_k"].update(minimum=1, maximum=MAX_TOP_K)
 
 
 DOCUMENT_SCHEMA = {"type": "object", "required": ["name", "title"],
