@@ -1163,7 +1163,7 @@ async def show_search(client, arguments):
     field("content", f"{len(content)} block(s), type {kinds}")
     if "structuredContent" in result:
         field("structured", "keys " + ", ".join(result["structuredContent"]))
-    field("time", f"{milliseconds(started)} (a first search also waits for the model to load)")
+    field("time", milliseconds(started))
     print()
     print_content(result, "    ")
     return 1 if result.get("isError") else 0

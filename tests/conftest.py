@@ -164,10 +164,55 @@ def server_command(index_dir, *extra):
     return [sys.executable, str(ROOT / "server.py"), "--index", str(index_dir), *extra]
 
 
+def ranked_by_meaning(call, arguments=None, timeout=300):
+    """The first answer of server.py's search (call: a LiveServer's) that ranks by meaning: a
+    search before its model has loaded ranks by keywords, saying so. Asked again every 0.1 s
+    until then: the model has loaded, and the watcher runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call("search", arguments or {"query": "warm up"})
+        assert result["isError"] is False, result
+        if result["structuredContent"]["ranking"] == "meaning":
+            return result
+        assert time.monotonic() < deadline, f"no model after {timeout} s"
+        time.sleep(0.1)
+
+
+def wire_by_meaning(command, messages, timeout=300):
+    """Raw JSON lines to server.py (command): ([the messages it wrote], its stderr). The first
+    two (initialize, notifications/initialized) go in at once; then a search, again every 0.1 s
+    until one ranks by meaning (ranked_by_meaning, on the wire: those answers are left out);
+    then the rest, and stdin closes."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    watchdog = threading.Timer(timeout, process.kill)  # a stuck server fails the test, at worst
+    watchdog.start()
+    written = []
+    probe = {"jsonrpc": "2.0", "id": "model?", "method": "tools/call",
+             "params": {"name": "search", "arguments": {"query": "warm up"}}}
+    try:
+        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages[:2]).encode())
+        ranking = None
+        while ranking != "meaning":
+            time.sleep(0.1 if ranking else 0)
+            process.stdin.write((json.dumps(probe) + "\n").encode())
+            process.stdin.flush()
+            while (message := json.loads(process.stdout.readline()))["id"] != "model?":
+                written.append(message)
+            ranking = message["result"]["structuredContent"]["ranking"]
+        out, err = process.communicate("".join(json.dumps(m) + "\n" for m in messages[2:])
+                                       .encode())
+    finally:
+        watchdog.cancel()
+        process.kill()
+    return written + [json.loads(line) for line in out.decode().splitlines()], err.decode()
+
+
 @pytest.fixture(scope="session")
 def live_server(built_index):
-    """One server.py over the session index; its model loads while other tests run."""
+    """One server.py over the session index, its model loaded: searches rank by meaning."""
     server = LiveServer(server_command(built_index))
+    ranked_by_meaning(server.call)
     yield server
     server.close()
 

@@ -315,7 +315,7 @@ def test_a_resource_that_cannot_be_served_is_not_found(changed_shop, uri, reason
 def test_get_document_refuses_a_file_replaced_by_binary(changed_shop):
     result = changed_shop.call("get_document", {"name": "binary.txt"})
     assert result["isError"] is True and "1234" not in text_of(result)
-    assert text_of(result) == ("Tool get_document failed: ValueError: document 'binary.txt' "
+    assert text_of(result) == ("Tool get_document refused: document 'binary.txt' "
                                "cannot be served: holds NUL bytes (the first at offset 22), so it "
                                "is binary or UTF-16 without a byte order mark; save it as UTF-8")
     guide = changed_shop.run(changed_shop.client.read_resource("docs:///guide.txt"))
