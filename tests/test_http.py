@@ -808,7 +808,7 @@ def test_client_keeps_its_answer_to_a_ping_until_it_is_sent():
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks)  # once done, the task leaves the dict
-        assert [m["id"] for m in ended] == ["p1"] and not client.posts and not client.tasks
+        assert [m["id"] for m in ended] == ["p1"] and not client.posts and not client.background
     asyncio.run(test())
 
 
