@@ -32,9 +32,10 @@ run: index
 	$(PY) client.py
 
 # Two workers (pytest-xdist), each taking whole files, so that a file's shared servers start once:
-# most tests wait on a server process, and the other core is free meanwhile.
+# most tests wait on a server process, and the other core is free meanwhile. The files go out
+# longest first, in the order tests/conftest.py gives them (SLOWEST_FILES).
 test: install
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The measuring tools live in measure/: the speed benchmark and the retrieval evaluation.
 bench: install

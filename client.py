@@ -48,7 +48,7 @@ from mcp_min import (INTERNAL_ERROR, LEGACY_VERSIONS, MAX_MESSAGE_BYTES, META, M
 OUR_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 MAX_PAGES = 1000  # of one paginated list: a server whose nextCursor never ends is broken
 MAX_INPUT_ROUNDS = 10  # input_required answers to one call (SEP-2322), at most
-MAX_TASKS = 16  # the client's own tasks at once (answers to the server): more questions declined
+MAX_BACKGROUND = 16  # our asyncio tasks at once (answers to the server): more questions declined
 CHANGES = ("/list_changed", "notifications/resources/updated")  # what on_notification hears
 EVERY_LIST_CHANGE = {"toolsListChanged": True, "promptsListChanged": True,
                      "resourcesListChanged": True}  # a subscriptions/listen filter
@@ -116,7 +116,9 @@ class Client:
         self.progress_handlers = {}  # request id -> its on_progress
         self.failure = None  # set once the server is gone or broken: every request fails with it
         self.stderr_tail = []  # the server's last lines on stderr, for the error that says so
-        self.tasks = set()  # answers to the server, the listen stream: close() ends them
+        # our asyncio tasks (answers to the server, the listen stream): close() ends them. Not
+        # the tasks extension's tasks, which the server runs
+        self.background = set()
         # Answering the server's questions
         self.on_elicit = on_elicit
         self.client_capabilities = {"elicitation": {}} if on_elicit else {}  # {}: form mode
@@ -378,8 +380,8 @@ class Client:
     def spawn(self, coroutine):
         """A task of the client's own (an answer to the server, the listen stream)."""
         task = asyncio.ensure_future(coroutine)
-        self.tasks.add(task)  # the loop keeps only a weak reference to a task; close() ends it
-        task.add_done_callback(self.tasks.discard)
+        self.background.add(task)  # the loop keeps only a weak reference; close() ends it
+        task.add_done_callback(self.background.discard)
         return task
 
     # --- What a dying server leaves: its exit code and the last lines of its stderr ---
@@ -437,7 +439,7 @@ class Client:
         closed, or asyncio would complain at exit that they are still open. The client's own
         tasks (answers to the server, the listen stream) are stopped with them."""
         await asyncio.wait([self.reader_task, self.stderr_task], timeout=2.0)
-        for task in (self.reader_task, self.stderr_task, *self.tasks):
+        for task in (self.reader_task, self.stderr_task, *self.background):
             task.cancel()
         # asyncio.subprocess.Process has no public method for this; its transport's close()
         # closes our ends of the pipes (and nothing else, the server having exited).
@@ -486,10 +488,10 @@ class Client:
         """The user's answer to one elicitation/create (legacy: the server's request; 2026-07-28:
         one of inputRequests): on_elicit(message, requestedSchema), within the client's timeout.
         Declined without a callback, for anything but a form (URL mode is not declared), and
-        while MAX_TASKS are running: a flood of questions."""
+        while MAX_BACKGROUND are running: a flood of questions."""
         params = as_dict(question.get("params"))
         asked = (question.get("method"), params.get("mode", "form"))
-        flood = len(self.tasks) > MAX_TASKS
+        flood = len(self.background) > MAX_BACKGROUND
         if not self.on_elicit or asked != ("elicitation/create", "form") or flood:
             return {"action": "decline"}
         message = str(params.get("message", ""))
@@ -997,7 +999,7 @@ class HTTPClient(Client):
         return "method" not in message and request_id is not None
 
     async def close(self):
-        for task in [*self.posts.values(), *self.tasks]:
+        for task in [*self.posts.values(), *self.background]:
             task.cancel()
         self.fail_waiting("the client was closed")
 
@@ -1163,7 +1165,7 @@ async def show_search(client, arguments):
     field("content", f"{len(content)} block(s), type {kinds}")
     if "structuredContent" in result:
         field("structured", "keys " + ", ".join(result["structuredContent"]))
-    field("time", f"{milliseconds(started)} (a first search also waits for the model to load)")
+    field("time", milliseconds(started))
     print()
     print_content(result, "    ")
     return 1 if result.get("isError") else 0

@@ -15,7 +15,8 @@ index_build (the index's file names, its readers of documents and data), never t
                     the build, so that a server can refresh its index (and say so meanwhile);
                     read_text serves an indexed document's text, checked as the build did.
     ranking         rank_passages: the passages for a query, as index_build.RANKING says
-                    (cosine similarity plus a little BM25, each file's best passage first),
+                    (cosine similarity plus a little BM25, each file's best passage first;
+                    BM25 alone, a keyword ranking, when there is no query vector yet),
                     in one folder if asked (folders_of: the folders list_documents lists),
                     one page once (a passage's text, or a page in several version folders,
                     is one result: one_page_once); eval.py measures the other rankings
@@ -63,11 +64,11 @@ def load_index(index_dir):
     for attempt in range(3):
         stamp = file_stamp(Path(index_dir) / MANIFEST_FILE)
         manifest = read_manifest(index_dir)
-        try:
-            return (manifest, *read_index_data(index_dir, manifest))
-        except IndexProblem:
+        try:  # index_build reads the data folder; ValueError names a file that is not the build's
+            return (manifest, *index_build.read_index_data(index_dir, manifest))
+        except ValueError as e:
             if attempt == 2 or file_stamp(Path(index_dir) / MANIFEST_FILE) == stamp:
-                raise
+                raise damaged(index_dir, str(e)) from None
 
 
 def read_manifest(index_dir):
@@ -102,15 +103,6 @@ def read_manifest(index_dir):
     return manifest
 
 
-def read_index_data(index_dir, manifest):
-    """(faiss_index, passages) of the data folder the manifest names (index_build reads
-    them); IndexProblem if one is not the file the build wrote."""
-    try:
-        return index_build.read_index_data(index_dir, manifest)
-    except ValueError as e:
-        raise damaged(index_dir, str(e)) from None
-
-
 def damaged(index_dir, problem):
     return IndexProblem(f"the search index is damaged ({problem}); "
                         f"run `{rebuild_command(index_dir)}` to rebuild it")
@@ -135,14 +127,6 @@ def resolve_docs_dir(manifest, index_dir):
 
 # ----------------------------------------------------------------------------
 # Telling whether the documents changed since the build
-
-def stale_reasons(manifest, docs_dir, hashes=None):
-    """What differs between the indexed files and the files now in docs_dir ([] = up to date),
-    in words: "guide/a.md changed", "b.md is new", "c.md was removed"."""
-    changed, added, removed = changed_files(manifest, docs_dir, hashes)
-    return ([f"{name} changed" for name in changed] + [f"{name} is new" for name in added]
-            + [f"{name} was removed" for name in removed])
-
 
 def changed_files(manifest, docs_dir, hashes=None):
     """(changed, added, removed): the names of the documents edited, new, and gone (or not
@@ -255,6 +239,8 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
     """The top_k results for a query under a ranking (RANKING or one of eval.py's variants),
     best first: [{"rank", "source", "distance", "text"}, plus "score" when fusing and
     "page" for a PDF's passage].
+    query_vector None (server.py, while its model loads): a keyword ranking, BM25 alone, of
+    the passages that hold a word of the query: "score" is BM25's, and there is no "distance".
 
     The vectors are unit length, so FAISS' inner product is the cosine similarity, and
     distance = 1 - similarity: 0 means same direction, 1 unrelated, 2 opposite.
@@ -294,29 +280,34 @@ def rank_passages(query, query_vector, faiss_index, passages, top_k, ranking, le
         depth = min(count, depth * 4)
     for rank, result in enumerate(results[:top_k], start=1):
         i = result.pop("i")
-        result.update(rank=rank, distance=round(1.0 - dense[i], 4))
+        result["rank"] = rank
+        if query_vector is not None:
+            result["distance"] = round(1.0 - dense[i], 4)
         if "page" in passages[i]:  # a PDF's
             result["page"] = passages[i]["page"]
-        if ranking["fusion"] != "none":
+        if ranking["fusion"] != "none" or query_vector is None:
             result["score"] = round(scores[i], 4)
     return results[:top_k]
 
 
 def fused_scores(query, query_vector, faiss_index, passages, depth, ranking, lexical, inside):
     """({passage: cosine similarity}, {passage: fused score}) of the depth best passages by
-    each ranker (rank_passages); inside: a mask of the passages that may be found, or None."""
+    each ranker (rank_passages); inside: a mask of the passages that may be found, or None.
+    Without a query vector, ({}, {passage: BM25 score}) of those that hold a word of the query."""
     import faiss
     import numpy as np
 
-    fusion = ranking["fusion"]
-    params = None
-    if inside is not None:  # FAISS looks only at the folder's vectors: depth of them come back
-        selector = faiss.IDSelectorBatch(np.flatnonzero(inside).astype("int64"))
-        params = faiss.SearchParameters(sel=selector)
-        if isinstance(faiss_index, faiss.IndexHNSW):
+    fusion = ranking["fusion"] if query_vector is not None else "keyword"
+    dense = {}
+    if fusion != "keyword":  # FAISS looks only at the folder's vectors: depth of them come back
+        params = None
+        if inside is not None:
+            selector = faiss.IDSelectorBatch(np.flatnonzero(inside).astype("int64"))
+            params = faiss.SearchParameters(sel=selector)
+        if inside is not None and isinstance(faiss_index, faiss.IndexHNSW):
             params = faiss.SearchParametersHNSW(sel=selector, efSearch=faiss_index.hnsw.efSearch)
-    similarities, ids = faiss_index.search(query_vector, depth, params=params)
-    dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
+        similarities, ids = faiss_index.search(query_vector, depth, params=params)
+        dense = {int(i): float(s) for s, i in zip(similarities[0], ids[0]) if i >= 0}
     if fusion == "none":
         return dense, dict(dense)
     bm25 = lexical_scores(lexical, query, len(passages))
@@ -324,6 +315,8 @@ def fused_scores(query, query_vector, faiss_index, passages, depth, ranking, lex
         bm25 = np.where(inside, bm25, 0)
     top = np.argpartition(-bm25, depth - 1)[:depth]  # linear time: no sort of every passage
     best_lexical = [int(i) for i in top[np.argsort(-bm25[top], kind="stable")] if bm25[i] > 0]
+    if fusion == "keyword":  # no query vector (no model yet): BM25 alone
+        return dense, {i: float(bm25[i]) for i in best_lexical}
     missing = [i for i in best_lexical if i not in dense]
     if missing:  # found by BM25 only: their cosine comes from the stored vectors
         vectors = faiss_index.reconstruct_batch(np.array(missing, dtype="int64"))

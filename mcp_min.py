@@ -216,9 +216,8 @@ def describe_parameters(func, where):
         if param.default is not param.empty:
             properties[param.name]["default"] = json.loads(encode(param.default))
     required = [param.name for param in params if param.default is param.empty]
-    schema = {"type": "object", "properties": properties, "required": required}
-    schema = {key: value for key, value in schema.items() if value}  # no empty lists or objects
-    return {**schema, "additionalProperties": False}, context_param
+    schema = {"type": "object", "properties": properties or None, "required": required or None}
+    return {**without_none(schema), "additionalProperties": False}, context_param
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
@@ -230,9 +229,12 @@ def schema_for(hint, where):
     """JSON Schema for one type hint: the subset a model can fill in and validate() can check."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if origin is typing.Annotated:  # Annotated[str, "UK town name"]: its text describes the value
+    # Annotated[int, "how many", {"minimum": 1}]: its text describes the value; a dict adds JSON
+    # Schema keywords, which the function checks itself if validate() does not know them.
+    if origin is typing.Annotated:
         notes = " ".join(note for note in args[1:] if isinstance(note, str))
-        return without_none({**schema_for(args[0], where), "description": notes or None})
+        extra = next((note for note in args[1:] if isinstance(note, dict)), {})
+        return without_none({**schema_for(args[0], where), "description": notes or None, **extra})
     if hint in JSON_TYPES:
         return {"type": JSON_TYPES[hint]}
     if origin in (list, dict):  # list[X] says what its items are; dict[str, X] what its values are

@@ -16,8 +16,8 @@ definition from the function's name, docstring and type hints.
     tools, for the model:
     search(query, top_k=5)   the passages closest in meaning to the query, best first
                              (cosine similarity plus a little BM25, each file's best passage
-                             first: index_build.RANKING, chosen by `make eval`), and a link
-                             to each document they come from
+                             first: index_build.RANKING, chosen by `make eval`; BM25 alone
+                             while the model loads), and a link to each document they come from
     list_documents(folder)   the files that can be searched, one folder at a time, with
                              their titles, and the folders inside it
     get_document(name)       one whole file, by its exact name ("guide/install.md")
@@ -32,15 +32,19 @@ holds: the --name and --description it was built with (see describe_documents).
 Under them sits what they share: the Library (the model and the index), the checks of
 their input, and the limits that keep every answer small. Then the settings and main().
 
-The embedding model and the index take a few seconds to load, so the server starts
-loading them in a background thread and answers initialize and tools/list at once;
-only search waits for the load to finish. If the index is missing or damaged, each tool
-(and resources/read) answers with an error naming the command that rebuilds it (`make
-index` for the default folder), resources/list lists nothing, and the new index is picked
-up on the next call, without a restart. When the documents change, the server rebuilds the
-index itself, in the background (Library.watch; --no-watch turns it off). Whenever it finds
-a new index, whoever built it (itself, another server.py on the same index, `make index`),
-it calls documents_changed(changed, added, removed) with how it differs from the one before.
+The embedding model takes seconds to load (importing torch), so the server loads the index,
+then the model, in a background thread, and answers at once: initialize and tools/list, and
+a search before the model is ready too, with the passages that share the most words with the
+query (BM25), saying that it is a keyword ranking; once the model is loaded, searches rank
+by meaning. A call refused for a reason the model can act on (an unknown document, a bad
+top_k) is a Refusal: its answer says what to fix, and stderr gets one line. If the index is
+missing or damaged, each tool (and resources/read) answers with an error naming the command
+that rebuilds it (`make index` for the default folder), resources/list lists nothing, and
+the new index is picked up on the next call, without a restart. When the documents change,
+the server rebuilds the index itself, in the background (Library.watch; --no-watch turns it
+off). Whenever it finds a new index, whoever built it (itself, another server.py on the same
+index, `make index`), it calls documents_changed(changed, added, removed) with how it
+differs from the one before.
 
 Environment: RAG_TORCH_THREADS (default 1; 0 = one per core) caps the CPU threads one
 query may use; RAG_RATE_LIMIT (default 20) is how many tool calls per second the server
@@ -52,6 +56,7 @@ credentials this server shows the authorization server (HTTP Basic), if it asks 
 
 import argparse
 import difflib
+import functools
 import importlib.util
 import math
 import os
@@ -79,7 +84,6 @@ MAX_DOCUMENT_CHARS = 200_000
 MAX_LISTED = 100
 MAX_VALID_NAMES_CHARS = 2_000  # the "Valid names: ..." of an error, for a folder of thousands
 MAX_FOLDERS_NAMED = 20  # the folders an unknown `folder` error names, the closest first
-MODEL_LOAD_TIMEOUT = 300   # seconds a search waits for the model before giving up
 WATCH_SECONDS = 2.0        # how often the docs folder is compared with the index (Library)
 DEFAULT_TORCH_THREADS = 1  # one query is a small job: extra threads add more overhead than speed
 DEFAULT_RATE_LIMIT = 20    # tool calls per second
@@ -114,35 +118,62 @@ RESULT_SCHEMA = {
                   "matching; larger is better. Results are ordered by it, each file's best "
                   "passage first"},
     },
-    "required": ["rank", "source", "distance", "text"],
+    "required": ["rank", "source", "text"],
 }
-SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"],
-                        "properties": {"results": {"type": "array", "items": RESULT_SCHEMA}}}
+SEARCH_OUTPUT_SCHEMA = {"type": "object", "required": ["results"], "properties": {
+    "results": {"type": "array", "items": RESULT_SCHEMA},
+    "ranking": {"enum": ["meaning", "keyword"], "description": "keyword: BM25 only, no model yet"}}}
+# What a keyword ranking says first; {why}: the model "is still loading" or "could not be loaded".
+KEYWORD_NOTE = "Keyword ranking (BM25), not by meaning: the embedding model {why}.\n\n"
+
+
+class Refusal(ValueError):
+    """A call refused for a reason the model can act on (an unknown name, a bad top_k, the rate
+    limit): its text says what to fix. Not a failure of the server: one line on stderr."""
+
+
+def refusals_answered(tool):
+    """The tool, answering a Refusal (or no index: IndexProblem) as its result, isError, with one
+    line on stderr. mcp_min logs the traceback of anything else a tool raises: a failure."""
+    @functools.wraps(tool)
+    def answer(*args, **kwargs):
+        try:
+            return tool(*args, **kwargs)
+        except (Refusal, index_search.IndexProblem) as e:
+            log(f"{tool.__name__} refused: {e}"[:300])
+            return ToolResult(f"Tool {tool.__name__} refused: {e}", is_error=True)
+    return answer
 
 
 @server.tool(output_schema=SEARCH_OUTPUT_SCHEMA)
-def search(query: str, top_k: int = 5, folder: str = "") -> ToolResult:
+@refusals_answered
+def search(query: Annotated[str, "the question, in plain words (1,000 characters at most)"],
+           top_k: Annotated[int, "how many passages to return, best first",
+                            {"minimum": 1, "maximum": MAX_TOP_K}] = 5,
+           folder: Annotated[str, 'only the documents in this folder ("7.4/", "guide/", as '
+                             'list_documents names them); "" for all'] = "") -> ToolResult:
     """Search {index[name]} for the passages closest in meaning to a question.
 
     It holds {index[description]}. Use this to answer questions about them: pass the
     question in plain words as `query`. Returns the `top_k` passages (1 to 50, default 5)
     closest in meaning, best first, each with the file it comes from and its distance
     (0 = same meaning; below about 0.5 is usually relevant), then a link to each of those
-    files. A passage in several files, or a page in several version folders ("7.4/x.md",
-    "7.5/x.md"), is one result that names the other files and the versions it is in. When
-    the question is about one version or one part of the documents, pass that folder as
-    `folder` ("7.4/", "guide/": as list_documents names them) to search only there.
-    Answer from the passages and name the source file.
+    files. For a few seconds after the server starts, the passages are ranked by the words
+    they share with the query instead, and the answer says so. A passage in several files,
+    or a page in several version folders ("7.4/x.md", "7.5/x.md"), is one result that names
+    the other files and the versions it is in. When the question is about one version or
+    one part of the documents, pass that folder as `folder` to search only there. Answer
+    from the passages and name the source file.
     """
     rate_limit.check()
     query = check_query(query)
     if not 1 <= top_k <= MAX_TOP_K:
-        raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
+        raise Refusal(f"top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
     folder = checked_folder(library.current_manifest()[1]["files"], folder)
     faiss_index, passages, lexical, pages = library.searchable_index()
-    results = index_search.rank_passages(query, library.embed_query(query), faiss_index,
-                                         passages, top_k, index_build.RANKING, lexical,
-                                         folder, pages)
+    vector = library.embed_query(query)  # None until the model is loaded: keywords alone
+    results = index_search.rank_passages(query, vector, faiss_index, passages, top_k,
+                                         index_build.RANKING, lexical, folder, pages)
     for result in results:  # found in the index, but the file is being re-indexed (Library)
         if result["source"] in library.changed:
             result["note"] = "this file changed since it was indexed; get_document reads it now"
@@ -150,8 +181,11 @@ def search(query: str, top_k: int = 5, folder: str = "") -> ToolResult:
     documents = library.documents()
     links = [{"type": "resource_link", **documents[name]}
              for name in dict.fromkeys(r["source"] for r in results) if name in documents]
-    text = {"type": "text", "text": format_results(results)}
-    return ToolResult([text, *links], structured={"results": results})
+    note = KEYWORD_NOTE.format(why=library.model_problem) if vector is None else ""
+    text = {"type": "text", "text": note + format_results(results)}
+    ranking = "keyword" if vector is None else "meaning"
+    return ToolResult([text, *links], structured={"results": results, "ranking": ranking})
+
 
 
 DOCUMENT_SCHEMA = {"type": "object", "required": ["name", "title"],
@@ -166,7 +200,9 @@ DOCUMENTS_OUTPUT_SCHEMA = {"type": "object", "required": ["documents"], "propert
 
 
 @server.tool(output_schema=DOCUMENTS_OUTPUT_SCHEMA)
-def list_documents(folder: str = "") -> ToolResult:
+@refusals_answered
+def list_documents(folder: Annotated[str, 'a folder ("guide/") or the start of names '
+                                     '("guide/inst"); "" for the top'] = "") -> ToolResult:
     """List the document files of {index[name]} that search looks through, one folder at a time.
 
     Returns one line per file in `folder` (default: the top; a folder ends with "/", as in
@@ -183,7 +219,8 @@ def list_documents(folder: str = "") -> ToolResult:
 
 
 @server.tool()
-def get_document(name: str, ctx: Context) -> str:
+@refusals_answered
+def get_document(name: Annotated[str, 'its exact name ("guide/install.md")'], ctx: Context) -> str:
     """Return one document file of {index[name]} in full, by its exact name.
 
     Use it when the passages from search are not enough and the whole file is needed. The
@@ -215,23 +252,23 @@ def near_names(name, files):
 
 def read_document(name):
     """The text of an indexed file, cut at MAX_DOCUMENT_CHARS, for get_document, the document
-    resources and the ask prompt alike; ValueError saying why when it cannot be served."""
+    resources and the ask prompt alike; Refusal saying why when it cannot be served."""
     _, manifest, docs_dir = library.current_manifest()
     # Only exact names from the manifest: this one check refuses "../x", "/etc/passwd",
     # "FAQ.TXT", "faq.txt\0" and anything else that is not literally an indexed file.
     if name not in manifest["files"]:
-        raise ValueError(f"unknown document {show_name(name)}. "
-                         f"Valid names: {valid_names(manifest['files'])}")
+        raise Refusal(f"unknown document {show_name(name)}. "
+                      f"Valid names: {valid_names(manifest['files'])}")
     # The build's own rule, applied again to this one file: it may have been replaced since,
     # say by a symlink out of the folder.
     path = index_search.document_path(docs_dir, name)
     if path is None:
-        raise ValueError(f"document {show_name(name)} is not available any more. "
-                         f"Valid names: {valid_names(manifest['files'])}")
+        raise Refusal(f"document {show_name(name)} is not available any more. "
+                      f"Valid names: {valid_names(manifest['files'])}")
     try:
         text = index_search.read_text(path)
     except index_build.Unusable as e:  # its text names no path: safe to show
-        raise ValueError(f"document {show_name(name)} cannot be served: {e}") from None
+        raise Refusal(f"document {show_name(name)} cannot be served: {e}") from None
     if len(text) > MAX_DOCUMENT_CHARS:
         return (text[:MAX_DOCUMENT_CHARS]
                 + f"\n\n[cut: {name} is {len(text):,} characters long and only the first "
@@ -312,7 +349,7 @@ class Library:
         self.docs_dir = Path(docs_dir) if docs_dir else None  # None: the one the index records
         self.rebuild = rebuild  # False (--no-watch): the watcher notes changes, never rebuilds
         self.model = None
-        self.model_ready = threading.Event()
+        self.model_problem = "is still loading"  # what a keyword ranking says (KEYWORD_NOTE)
         self.encode_lock = threading.Lock()  # the HF tokenizer is not safe to share between threads
         self.index_lock = threading.RLock()
         self.load_lock = threading.Lock()  # one reading of the index data at a time
@@ -328,6 +365,12 @@ class Library:
         threading.Thread(target=self.load, args=(threads,), name="load-model", daemon=True).start()
 
     def load(self, threads):
+        """The index first, then the model (torch takes seconds to import): meanwhile a search
+        ranks the index's passages by their words (BM25), and says so."""
+        try:
+            self.searchable_index()
+        except index_search.IndexProblem as e:
+            log(str(e))
         started = time.perf_counter()
         try:
             model = index_build.load_model(threads=threads)
@@ -340,24 +383,15 @@ class Library:
             self.model = model
             log(f"model loaded in {time.perf_counter() - started:.1f} s "
                 f"({threads or 'all'} torch thread(s))")
-        except Exception as e:  # e.g. a missing package: reported by search, not a crash
+        except Exception as e:  # e.g. a missing package: search ranks by keywords, and says so
+            self.model_problem = "could not be loaded (the server's stderr says why)"
             log(f"cannot load the embedding model: {type(e).__name__}: {e}")
-        finally:
-            self.model_ready.set()
-        try:
-            self.searchable_index()  # read the index now too, so the first search is fast
-        except index_search.IndexProblem as e:
-            log(str(e))
         threading.Thread(target=self.watch, name="watch-docs", daemon=True).start()
 
     def embed_query(self, query):
-        if not self.model_ready.wait(MODEL_LOAD_TIMEOUT):
-            raise RuntimeError("the embedding model is still loading; try again in a minute")
-        if self.model is None:
-            raise RuntimeError("the embedding model could not be loaded (see the server's stderr); "
-                               "check that requirements.txt is installed")
-        with self.encode_lock:
-            return index_build.embed(self.model, [query])
+        """The query's vector; None while the model loads, or if it could not be loaded."""
+        with self.encode_lock:  # the model is set once, and a build embeds only with it
+            return None if self.model is None else index_build.embed(self.model, [query])
 
     def current_manifest(self):
         """(stamp, manifest, docs folder), read again when manifest.json changed; IndexProblem
@@ -465,16 +499,16 @@ def documents_changed(changed, added, removed):
 def check_query(query):
     query = query.strip()
     if not query:
-        raise ValueError("query is empty: pass the question, in plain words")
+        raise Refusal("query is empty: pass the question, in plain words")
     if len(query) > MAX_QUERY_CHARS:
-        raise ValueError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
-                         "Pass only the question itself")
+        raise Refusal(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}. "
+                      "Pass only the question itself")
     try:
         query.encode("utf-8")
     except UnicodeEncodeError as e:  # else the tokenizer fails with a riddle (TextEncodeInput)
-        raise ValueError(f"query is not valid text: character {e.start + 1} is a lone surrogate "
-                         f"({query[e.start].encode('unicode_escape').decode()}), half of a "
-                         "character; send the question as whole characters") from None
+        raise Refusal(f"query is not valid text: character {e.start + 1} is a lone surrogate "
+                      f"({query[e.start].encode('unicode_escape').decode()}), half of a "
+                      "character; send the question as whole characters") from None
     return query
 
 
@@ -488,8 +522,10 @@ def format_results(results):
     """The text a model reads: a numbered header and the passage for each, blank lines between."""
     if not results:
         return "No passages found."
-    return "\n\n".join(f"[{r['rank']}] source: {r['source']} (distance: {r['distance']:.2f})"
-                       f"{', page ' + str(r['page']) if 'page' in r else ''}"
+    return "\n\n".join(f"[{r['rank']}] source: {r['source']} ("
+                       + (f"distance: {r['distance']:.2f})" if "distance" in r else
+                          f"keyword score: {r['score']:.2f})")
+                       + f"{', page ' + str(r['page']) if 'page' in r else ''}"
                        f"{' [' + r['note'] + ']' if 'note' in r else ''}"
                        f"{'; also in ' + ', '.join(r['also_in']) if 'also_in' in r else ''}"
                        f"{'; in versions ' + ', '.join(r['versions']) if 'versions' in r else ''}"
@@ -511,7 +547,7 @@ def listing_of(files, prefix=""):
 
 def checked_folder(files, folder):
     """search's `folder`: "" for all documents, else one of index_search.folders_of (the folders
-    list_documents lists), "/" added ("7.4" is "7.4/"); ValueError names the folders there are,
+    list_documents lists), "/" added ("7.4" is "7.4/"); Refusal names the folders there are,
     the closest first."""
     folder = folder.strip().strip("/")
     # folders_of's test for one folder, without listing them all (20 ms at 10,000 files).
@@ -519,9 +555,9 @@ def checked_folder(files, folder):
         return folder and folder + "/"
     folders = index_search.folders_of(files)
     closest = difflib.get_close_matches(folder + "/", folders, n=MAX_FOLDERS_NAMED, cutoff=0)
-    raise ValueError(f"unknown folder {show_name(folder)}. The folders there are ({len(folders):,},"
-                     f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
-                     "no folder to search all the documents")
+    raise Refusal(f"unknown folder {show_name(folder)}. The folders there are ({len(folders):,},"
+                  f" the closest first): {', '.join(closest) or 'none'}; pass one of them, or "
+                  "no folder to search all the documents")
 
 
 def valid_names(files):
@@ -557,8 +593,8 @@ class RateLimit:
             self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
             self.last = now
             if self.tokens < 1:
-                raise RuntimeError(f"rate limit: at most {self.rate:g} calls per second; "
-                                   f"retry in {(1 - self.tokens) / self.rate:.1f} s")
+                raise Refusal(f"rate limit: at most {self.rate:g} calls per second; "
+                              f"retry in {(1 - self.tokens) / self.rate:.1f} s")
             self.tokens -= 1
 
 

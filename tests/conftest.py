@@ -24,6 +24,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(ROOT))
+# One compute thread for torch, faiss and BLAS, here and in every process a test starts: `make
+# test` runs two workers on two cores, and a second thread each only contends for a core (its
+# waits spin): a build of tests/eval/ts_jest took 16% more CPU time with two.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import index_build  # noqa: E402  (needs the sys.path line above)
 from client import Client  # noqa: E402
@@ -160,10 +164,55 @@ def server_command(index_dir, *extra):
     return [sys.executable, str(ROOT / "server.py"), "--index", str(index_dir), *extra]
 
 
+def ranked_by_meaning(call, arguments=None, timeout=300):
+    """The first answer of server.py's search (call: a LiveServer's) that ranks by meaning: a
+    search before its model has loaded ranks by keywords, saying so. Asked again every 0.1 s
+    until then: the model has loaded, and the watcher runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call("search", arguments or {"query": "warm up"})
+        assert result["isError"] is False, result
+        if result["structuredContent"]["ranking"] == "meaning":
+            return result
+        assert time.monotonic() < deadline, f"no model after {timeout} s"
+        time.sleep(0.1)
+
+
+def wire_by_meaning(command, messages, timeout=300):
+    """Raw JSON lines to server.py (command): ([the messages it wrote], its stderr). The first
+    two (initialize, notifications/initialized) go in at once; then a search, again every 0.1 s
+    until one ranks by meaning (ranked_by_meaning, on the wire: those answers are left out);
+    then the rest, and stdin closes."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT)
+    watchdog = threading.Timer(timeout, process.kill)  # a stuck server fails the test, at worst
+    watchdog.start()
+    written = []
+    probe = {"jsonrpc": "2.0", "id": "model?", "method": "tools/call",
+             "params": {"name": "search", "arguments": {"query": "warm up"}}}
+    try:
+        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages[:2]).encode())
+        ranking = None
+        while ranking != "meaning":
+            time.sleep(0.1 if ranking else 0)
+            process.stdin.write((json.dumps(probe) + "\n").encode())
+            process.stdin.flush()
+            while (message := json.loads(process.stdout.readline()))["id"] != "model?":
+                written.append(message)
+            ranking = message["result"]["structuredContent"]["ranking"]
+        out, err = process.communicate("".join(json.dumps(m) + "\n" for m in messages[2:])
+                                       .encode())
+    finally:
+        watchdog.cancel()
+        process.kill()
+    return written + [json.loads(line) for line in out.decode().splitlines()], err.decode()
+
+
 @pytest.fixture(scope="session")
 def live_server(built_index):
-    """One server.py over the session index; its model loads while other tests run."""
+    """One server.py over the session index, its model loaded: searches rank by meaning."""
     server = LiveServer(server_command(built_index))
+    ranked_by_meaning(server.call)
     yield server
     server.close()
 
@@ -205,6 +254,23 @@ def pytest_terminal_summary(terminalreporter):
 def text_of(result):
     """The text of a CallToolResult's content blocks, joined."""
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
+
+
+# The files that take longest, longest first (seconds each on 2 quiet cores, roughly). `make
+# test` hands whole files to its two workers in collection order (--dist loadfile
+# --no-loadscope-reorder): with the longest first, no long file starts last while the other
+# worker has nothing left to do. xdist's own order, most tests first, ran the longest last.
+SLOWEST_FILES = ["test_interactive.py", "test_messy_docs.py", "test_live_changes.py",
+                 "test_bench.py", "test_retrieval.py", "test_server.py", "test_conformance.py",
+                 "test_client.py", "test_resources.py", "test_faults.py", "test_docs_tree.py",
+                 "test_http.py", "test_cut.py", "test_interop.py", "test_hostile.py",
+                 "test_index_build.py", "test_wire.py"]
+
+
+def pytest_collection_modifyitems(items):
+    """The SLOWEST_FILES first, in that order; every other file after them, as collected."""
+    rank = {name: number for number, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file stays whole
 
 
 def pytest_addoption(parser):

@@ -43,6 +43,26 @@ def test_search_latencies_against_server_py(built_index):
     assert len(latencies["one"]) == 2
 
 
+def test_first_answer_by_keywords_against_the_model_load(built_index):
+    """Part 2's figure for issue 33 at its smallest: one spawn's first search answer (by keywords),
+    its first answer by meaning and its model's load time; the rows and the target they make."""
+    argv = [sys.executable, "server.py", "--index", str(built_index), "--no-watch"]
+    env = bench.child_env(RAG_RATE_LIMIT="0")
+    firsts = [asyncio.run(bench.first_answers(argv, env, "can I bring a dog"))]
+    first, by_meaning, model_load = firsts[0]
+    assert 0 < first <= by_meaning and model_load > 0
+    search = {"spawn_init_ms": 100.0, **bench.first_answer_figures(firsts), "notes": [],
+              "warm": {"p50_ms": 10.0, "p99_ms": 20.0, "queries": 1}}
+    assert search["first_to_load"] == first / model_load
+    results = {"machine": bench.machine_info(), "seconds": 1.0, "search": search}
+    results["targets"] = bench.targets(results)
+    assert [t[:3] for t in results["targets"] if "model load" in t[0]] == [
+        ("spawn -> first search answer / model load", f"{first / model_load:.2f}x", "<= 0.5x")]
+    text = bench.report(results)
+    assert "spawn -> first search answer (by keywords)" in text
+    assert "first answer / model load (median of each spawn's)" in text
+
+
 def test_echo_servers_answer_the_same_call():
     async def call(name):
         pipe = await bench.Pipe.spawn(bench.server_argv(name))

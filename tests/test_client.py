@@ -3,6 +3,7 @@ a fresh clone: which Python runs server.py, and what happens when that Python la
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,8 +13,12 @@ import pytest
 
 from conftest import ROOT, server_py_over_http
 
-PROJECT_FILES = ["client.py", "server.py", "index_build.py", "index_search.py", "mcp_min.py",
-                 "mcp_http.py", "mcp_auth.py"]
+PROJECT_FILES = ["client.py", "server.py", "index_build.py", "index_search.py", "doc_readers.py",
+                 "mcp_min.py", "mcp_http.py", "mcp_auth.py"]
+
+
+# The demo's one search is its server's first: by meaning, or by keywords while the model loads.
+FAQ_FIRST = re.compile(r"^    \[1\] source: faq\.txt \((distance: 0\.|keyword score: \d)", re.M)
 
 
 def run_client(*args, timeout=180, python=sys.executable, project=ROOT):
@@ -37,11 +42,11 @@ def test_demo_shows_each_step(built_index):
         "    isError    : False",
         # The text, then a resource_link to each of the three files the passages come from.
         "    content    : 4 block(s), type text, resource_link, resource_link, resource_link",
-        "    structured : keys results",
-        "    [1] source: faq.txt (distance: 0.",
+        "    structured : keys results, ranking",
         "    [3] source: ",
     ]:
         assert line in out, f"missing {line!r} in:\n{out}"
+    assert FAQ_FIRST.search(out), out
     assert "→" not in out and "←" not in out  # no wire lines without --trace
     assert out.index("[1] connect") < out.index("[2] tools/list") < out.index("[3] tools/call")
     # Step 2, whole: server.py's tools, its documents as resources, their template, its prompt;
@@ -92,8 +97,11 @@ def test_own_question_with_trace(built_index):
     question = "is there a password for the wifi"
     assert sent[-1]["params"]["arguments"] == {"query": question, "top_k": 2}
     assert [m["id"] for m in received] == [m["id"] for m in sent]
-    assert received[-1]["result"]["structuredContent"]["results"][0]["source"] == "wifi_power.txt"
-    assert "    [2] source: " in result.stdout and "    [3] source: " not in result.stdout
+    found = received[-1]["result"]["structuredContent"]
+    assert found["results"][0]["source"] == "wifi_power.txt"
+    # Two, or fewer by keywords: only one passage holds "password" ("Wi-Fi" is not "wifi").
+    assert len(found["results"]) == 2 or found["ranking"] == "keyword"
+    assert "    [3] source: " not in result.stdout
     # Each wire line comes right after the step header that caused it.
     assert lines[lines.index(STEP_2[0]) + 1].startswith("→ ")
 
@@ -249,8 +257,8 @@ def test_a_url_that_never_answers_times_out():
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
         started = time.perf_counter()
         with pytest.raises(TimeoutError, match=r"^initialize: no answer within 1 s"):
-            asyncio.run(asyncio.wait_for(connect(url), 20))
-    assert time.perf_counter() - started < 10
+            asyncio.run(asyncio.wait_for(connect(url), 120))
+    assert time.perf_counter() - started < 60  # generous: what it rules out is no bound at all
 
 
 def test_url_talks_streamable_http(built_index):
@@ -260,7 +268,7 @@ def test_url_talks_streamable_http(built_index):
     assert result.returncode == 0, result.stderr
     assert f"[1] connect: reach {url}" in result.stdout
     assert "    protocol   : 2026-07-28" in result.stdout
-    assert "    [1] source: faq.txt (distance: 0." in result.stdout
+    assert FAQ_FIRST.search(result.stdout), result.stdout
     lines = result.stdout.splitlines()
     sent = [json.loads(line[2:]) for line in lines if line.startswith("→ ")]
     assert [m["method"] for m in sent] == ["server/discover", *LISTS, "tools/call"]
@@ -297,7 +305,7 @@ def test_fresh_clone_client_starts_server_on_the_venv(tmp_path, bare_python, bui
     assert result.returncode == 0, result.stderr
     assert "[1] connect: start `.venv/bin/python server.py --index " in result.stdout
     assert "    python     : .venv/bin/python, the project's virtualenv" in result.stdout
-    assert "    [1] source: faq.txt (distance: 0." in result.stdout
+    assert FAQ_FIRST.search(result.stdout), result.stdout
 
 
 def test_fresh_clone_without_install_fails_in_one_clear_line(tmp_path, bare_python, built_index):

@@ -1,14 +1,13 @@
 """The docs folder as a tree (issue 25): nested names, hidden folders, symlinks in and out, a
 loop, limits, YAML front matter, and incremental builds checked against fresh ones."""
 import json
-import subprocess
 
 import numpy as np
 import pytest
 
 import index_build
 import index_search
-from conftest import ROOT, server_command
+from conftest import server_command, wire_by_meaning
 from test_resources import HANDSHAKE, request
 
 TREE = {
@@ -214,11 +213,9 @@ def test_nested_names_round_trip_on_the_wire_and_none_leaves_the_tree(tmp_path, 
         *[request(10 + i, "tools/call", {"name": "get_document", "arguments": {"name": name}})
           for i, name in enumerate(hostile)],
     ]
-    messages = [*HANDSHAKE, *requests]
-    done = subprocess.run(server_command(tmp_path / "index", "--no-watch"), cwd=ROOT,
-                          capture_output=True, timeout=180,
-                          input="".join(json.dumps(m) + "\n" for m in messages).encode())
-    got = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines())}
+    written, _ = wire_by_meaning(server_command(tmp_path / "index", "--no-watch"),
+                                 [*HANDSHAKE, *requests])
+    got = {m["id"]: m for m in written}
     top = got[1]["result"]["structuredContent"]
     assert [d["name"] for d in top["documents"]] == ["broken.md", "index.md", "linked.md",
                                                      "list.md"]
@@ -240,7 +237,7 @@ def test_nested_names_round_trip_on_the_wire_and_none_leaves_the_tree(tmp_path, 
         answer = got[10 + i]["result"]
         assert answer["isError"] is True and "1234" not in json.dumps(answer), name
         assert "unknown document" in answer["content"][0]["text"], name
-    assert "1234" not in done.stdout.decode()
+    assert "1234" not in json.dumps(written)
 
 
 def test_search_shows_a_versioned_page_once_and_a_folder_scopes_it(tmp_path, model):
@@ -254,11 +251,9 @@ def test_search_shows_a_versioned_page_once_and_a_folder_scopes_it(tmp_path, mod
                 {"query": query, "folder": "../outside"}, {"query": query, "folder": "guide/"}]
     requests = [request(1 + i, "tools/call", {"name": "search", "arguments": arguments})
                 for i, arguments in enumerate(searches)]
-    done = subprocess.run(server_command(tmp_path / "index", "--no-watch"), cwd=ROOT,
-                          capture_output=True, timeout=180,
-                          input="".join(json.dumps(m) + "\n"
-                                        for m in [*HANDSHAKE, *requests]).encode())
-    got = {m["id"]: m["result"] for m in map(json.loads, done.stdout.decode().splitlines())}
+    written, _ = wire_by_meaning(server_command(tmp_path / "index", "--no-watch"),
+                                 [*HANDSHAKE, *requests])
+    got = {m["id"]: m["result"] for m in written}
     everywhere = got[1]["structuredContent"]["results"]
     tea = [r for r in everywhere if "Get-Tea" in r["source"]]
     assert len(tea) == 1 and len(everywhere) == 3

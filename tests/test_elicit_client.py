@@ -48,6 +48,10 @@ def play(tmp_path, steps, **options):
     script.write_text(PLAY.format(steps=json.dumps(steps)))
     sent = []
     trace = lambda direction, line: sent.append(line) if direction == "→" else None  # noqa: E731
+    # The script answers server/discover when it has started: on a busy machine that may take
+    # longer than the client's default probe, which would then fall back to initialize and
+    # shift every scripted answer by one. A test of the probe's own timeout passes its own.
+    options.setdefault("probe_timeout", 60)
     return Client([sys.executable, str(script)], trace=trace, **options), sent
 
 

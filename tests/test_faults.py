@@ -10,13 +10,17 @@ from hard_server import COMMAND, RawServer, call, id_key, line, mcp_min, reaped,
 
 from client import Client  # noqa: E402
 MCPError = mcp_min.MCPError
+# Seconds. What "at once" must beat: the client timeouts these tests set are LONG (or longer), so
+# a failure that waits for one still fails, and a busy machine never takes FAST to answer.
+FAST = 60
+LONG = 2 * FAST
 
 
 def text(result):
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
-async def eventually(condition, timeout=3.0):
+async def eventually(condition, timeout=FAST):
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -54,12 +58,12 @@ def test_hanging_tool_times_out_is_cancelled_and_the_server_stays_usable():
     async def main():
         trace = []
         async with Client(COMMAND, trace=lambda direction, text: trace.append((direction, text)),
-                          timeout=10) as client:
+                          timeout=LONG) as client:
             started = time.monotonic()
             with pytest.raises(TimeoutError) as caught:
                 await client.call_tool("hang", timeout=0.5)
-            # its own timeout, not the client-wide 10 s
-            assert 0.5 <= time.monotonic() - started < 5
+            # its own timeout, not the client-wide one
+            assert 0.5 <= time.monotonic() - started < FAST
             assert "no answer within 0.5" in str(caught.value) and "cancel" in str(caught.value)
             sent = [json.loads(text) for direction, text in trace if direction == "→"]
             hang_id = next(m["id"] for m in sent if m.get("params", {}).get("name") == "hang")
@@ -106,7 +110,8 @@ def test_hung_sync_tools_do_not_starve_other_sync_tools():
                                            return_exceptions=True)
             assert all(isinstance(r, TimeoutError) for r in results), results
             assert text(await client.call_tool("echo_async", {"text": "async ok"})) == "async ok"
-            assert text(await client.call_tool("echo", {"text": "sync ok"}, timeout=3)) == "sync ok"
+            echoed = await client.call_tool("echo", {"text": "sync ok"}, timeout=FAST)
+            assert text(echoed) == "sync ok"
     asyncio.run(main())
 
 
@@ -123,7 +128,7 @@ def test_eof_with_a_hung_sync_tool_cancelled_closes_stdout_and_sigterm_ends_it()
                           "params": {"requestId": 1}}))
         assert server.alive()
         server.proc.stdin.close()
-        assert server.recv(5) is None  # stdout closed: EOF
+        assert server.recv(FAST) is None  # stdout closed: EOF
         server.proc.terminate()
         assert server.proc.wait(5) == -15
         assert server.problems == []
@@ -140,25 +145,25 @@ def check_gone(client):
 
 def test_server_crashes_mid_call():
     async def main():
-        client = Client(COMMAND, timeout=30)
+        client = Client(COMMAND, timeout=LONG)
         async with client:
-            others = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": 20.0}))
+            others = [asyncio.ensure_future(client.call_tool("sleep", {"seconds": LONG}))
                       for _ in range(5)]
             await asyncio.sleep(0.1)
             started = time.monotonic()
             with pytest.raises(ConnectionError) as caught:
                 await client.call_tool("crash", {"code": 3})
             message = str(caught.value)
-            assert time.monotonic() - started < 3
+            assert time.monotonic() - started < FAST
             assert "exited with code 3" in message, message
             assert "crash tool called, exiting with code 3" in message, message  # the stderr tail
             for other in others:  # every waiting call fails too, at once
                 with pytest.raises(ConnectionError):
-                    await asyncio.wait_for(other, 1)
+                    await asyncio.wait_for(other, FAST)
             started = time.monotonic()
             with pytest.raises(ConnectionError) as later:
                 await client.call_tool("echo", {"text": "x"})
-            assert time.monotonic() - started < 0.5 and "exited with code 3" in str(later.value)
+            assert time.monotonic() - started < FAST and "exited with code 3" in str(later.value)
         check_gone(client)
     asyncio.run(main())
 
@@ -172,7 +177,7 @@ server = Server("parent")
 @server.tool()
 def start_child(then_exit: bool) -> str:
     'Start a child that outlives the server and holds its stderr; maybe exit at once.'
-    child = subprocess.Popen(["sleep", "60"])
+    child = subprocess.Popen(["sleep", "600"])
     pathlib.Path(sys.argv[2]).write_text(str(child.pid))
     if then_exit:
         os._exit(3)
@@ -192,7 +197,7 @@ def test_a_child_left_running_with_the_servers_stderr_does_not_hold_the_client(t
     command = [sys.executable, str(script), os.path.dirname(mcp_min.__file__), str(pid_file)]
 
     async def main():
-        client = Client(command, timeout=30)
+        client = Client(command, timeout=LONG)
         async with client:
             started = time.monotonic()
             if then_exit:
@@ -201,7 +206,7 @@ def test_a_child_left_running_with_the_servers_stderr_does_not_hold_the_client(t
                 assert "exited with code 3" in str(caught.value)
             else:
                 await client.call_tool("start_child", {"then_exit": False})
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < FAST
         check_gone(client)
     try:
         asyncio.run(main())
@@ -212,21 +217,22 @@ def test_a_child_left_running_with_the_servers_stderr_does_not_hold_the_client(t
 
 def test_server_killed_by_a_signal():
     async def main():
-        client = Client(COMMAND, timeout=30)
+        client = Client(COMMAND, timeout=LONG)
         async with client:
-            waiting = asyncio.ensure_future(client.call_tool("sleep", {"seconds": 20.0}))
+            waiting = asyncio.ensure_future(client.call_tool("sleep", {"seconds": LONG}))
             await asyncio.sleep(0.1)
             os.kill(client.process.pid, signal.SIGKILL)
             with pytest.raises(ConnectionError) as caught:
-                await asyncio.wait_for(waiting, 3)
+                await asyncio.wait_for(waiting, FAST)
             assert "was killed by SIGKILL" in str(caught.value), str(caught.value)
         check_gone(client)
     asyncio.run(main())
 
 
-def start_fails(mode, expected_exception, limit, **client_options):
+def start_fails(mode, expected_exception, limit=FAST, **client_options):
     async def main():
-        client = Client(COMMAND + [mode], **client_options)
+        client = Client(COMMAND + [mode], **{"timeout": LONG, "probe_timeout": LONG,
+                                             **client_options})
         started = time.monotonic()
         with pytest.raises(expected_exception) as caught:
             async with client:
@@ -239,7 +245,7 @@ def start_fails(mode, expected_exception, limit, **client_options):
 
 
 def test_server_exits_at_start():
-    message = start_fails("exit-at-start", ConnectionError, 3)
+    message = start_fails("exit-at-start", ConnectionError)
     assert "exited with code 3" in message, message
     assert "exit-at-start mode, exiting with code 3" in message, message  # the stderr tail
 
@@ -247,26 +253,26 @@ def test_server_exits_at_start():
 def test_server_exits_at_start_repeatedly():
     """The race between the exit and the first write: the message must name the exit every time."""
     for _ in range(5):
-        message = start_fails("exit-at-start", ConnectionError, 3)
+        message = start_fails("exit-at-start", ConnectionError)
         assert "exited with code 3" in message and "exit-at-start mode" in message, message
 
 
 def test_server_writes_garbage_to_stdout():
-    message = start_fails("garbage-stdout", ConnectionError, 4)
+    message = start_fails("garbage-stdout", ConnectionError)
     assert "hard_server: this is not JSON-RPC" in message, message
     assert "stdout" in message and "stderr" in message, message  # what happened, and what to do
     assert "garbage-stdout mode" in message, message  # the stderr tail
 
 
 def test_server_floods_stdout_with_garbage():
-    message = start_fails("garbage-flood", ConnectionError, 6)
+    message = start_fails("garbage-flood", ConnectionError)
     assert "stdout" in message and str(mcp_min.MAX_MESSAGE_BYTES) in message, message
 
 
 def test_server_never_answers():
     """A server that never reads stdin: bounded by the client's timeouts, then the process is
     stopped."""
-    message = start_fails("hang-at-start", TimeoutError, 1 + 0.5 + 7, timeout=1, probe_timeout=0.5)
+    message = start_fails("hang-at-start", TimeoutError, timeout=1, probe_timeout=0.5)
     assert "no answer within" in message, message
     assert "hang-at-start mode, never answering" in message, message  # the stderr tail says why
 
@@ -298,15 +304,15 @@ def test_client_closed_while_calls_wait():
     the 5 s grace period mcp_min had, SIGKILL came first, and the calls failed with
     ConnectionError.)"""
     async def main():
-        async with Client(COMMAND) as client:
+        async with Client(COMMAND, timeout=LONG) as client:
             waiting = [asyncio.ensure_future(client.call_tool("hang")),
-                       asyncio.ensure_future(client.call_tool("sleep", {"seconds": 30.0}))]
+                       asyncio.ensure_future(client.call_tool("sleep", {"seconds": LONG}))]
             await asyncio.sleep(0.2)
         started = time.monotonic()
         for call_ in waiting:
             with pytest.raises(mcp_min.MCPError, match="Cancelled: the server is shutting down"):
-                await asyncio.wait_for(call_, 5)
-        assert time.monotonic() - started < 1
+                await asyncio.wait_for(call_, FAST)
+        assert time.monotonic() - started < FAST
         check_gone(client)
     asyncio.run(main())
 
@@ -333,7 +339,8 @@ def test_result_json_cannot_encode_still_gets_one_answer(kind):
     silence."""
     server = RawServer()
     try:
-        got = server.exchange([call(1, "bad_result", {"kind": kind})], timeout=3, wait_for_ids=[1])
+        got = server.exchange([call(1, "bad_result", {"kind": kind})], timeout=FAST,
+                              wait_for_ids=[1])
         assert len(got) == 1 and got[0]["id"] == 1, got
         assert "error" in got[0] or got[0]["result"]["isError"], got
         assert server.alive() and server.close() == 0 and server.problems == []
@@ -346,10 +353,10 @@ def test_tool_raising_systemexit_is_a_tool_error():
     server = RawServer()
     try:
         server.send(call(0, "sleep", {"seconds": 0.5}))
-        got = server.exchange([call(1, "sys_exit", {"code": 2})], timeout=5, wait_for_ids=[1])
+        got = server.exchange([call(1, "sys_exit", {"code": 2})], timeout=FAST, wait_for_ids=[1])
         assert [m["id"] for m in got] == [1], got
         assert "error" in got[0] or got[0]["result"]["isError"], got
-        assert server.recv(5)["id"] == 0  # the request running alongside is still answered
+        assert server.recv(FAST)["id"] == 0  # the request running alongside is still answered
         assert server.alive() and server.close() == 0 and server.problems == []
     finally:
         server.kill()

@@ -73,8 +73,8 @@ def test_a_client_that_stops_reading_is_dropped_after_the_write_timeout():
     threading.Thread(target=server.send, daemon=True,
                      args=(b"".join(call(i, "big", {"size": 1_000_000}) for i in range(40)),)
                      ).start()
-    code = server.proc.wait(30)
-    assert time.monotonic() - started < 20
+    code = server.proc.wait(120)
+    assert time.monotonic() - started < 60  # generous: what it rules out is waiting forever
     assert code == 0
     assert any("read nothing for 2 s" in line for line in server.stderr), server.stderr_tail()
     assert not any("Traceback" in line for line in server.stderr), server.stderr_tail()
@@ -420,11 +420,11 @@ def test_a_reply_to_a_server_that_closed_its_stdin_does_not_stop_the_client(fake
     # The pong's ConnectionError ended the reader: the server's exit went unseen, and the call
     # waited out its timeout instead of failing at once with the server's last words.
     async def main():
-        async with Client(fake_server, timeout=20) as client:
+        async with Client(fake_server, timeout=120) as client:
             started = time.monotonic()
             with pytest.raises(ConnectionError) as caught:
                 await client.call_tool("ping-then-exit")
-            assert time.monotonic() - started < 10
+            assert time.monotonic() - started < 60  # not the call's timeout
             assert "exited with code 4" in str(caught.value)
             assert "fake server: exiting" in str(caught.value)
     run(main())

@@ -91,7 +91,7 @@ def test_build_writes_index_passages_and_manifest(built_index):
     assert faiss_index.ntotal == len(passages) == manifest["counts"]["passages"]
     assert sum(info["passages"] for info in manifest["files"].values()) == len(passages)
     assert set(passages[0]) == {"source", "passage", "paragraph", "heading", "text"}
-    assert index_search.stale_reasons(manifest, DOCS) == []
+    assert index_search.changed_files(manifest, DOCS) == ([], [], [])
     assert leftovers(built_index.parent) == [] and leftovers(built_index) == []
     # One data folder, named by the manifest; the lock file stays, empty of meaning.
     assert sorted(p.name for p in built_index.iterdir()) == [".lock", manifest["data"],

@@ -5,6 +5,7 @@ part 2b, which times the cold start and --interactive's second question, at its 
 
 import asyncio
 import os
+import re
 import select
 import signal
 import subprocess
@@ -37,6 +38,15 @@ def answers(stdout):
     return found
 
 
+def first_result(answer):
+    """The header of an answer's first result, "[1] source: NAME (distance: 0." or "[1] source:
+    NAME (keyword score: ": a search before server.py's model has loaded ranks by keywords
+    (its answer says so first)."""
+    if answer.startswith("Keyword ranking (BM25), not by meaning: the embedding model is "):
+        answer = answer.split("\n\n", 1)[1]
+    return re.match(r"\[1\] source: \S+ \((distance: 0\.|keyword score: )", answer).group()
+
+
 @pytest.fixture
 def own_index(tmp_path, built_index):
     """The session index under a path of this test's own, so that the test can tell its
@@ -65,9 +75,9 @@ def test_questions_until_end_of_input(own_index):
                              "--top-k", "2", "--index", own_index)
     assert result.returncode == 0, result.stderr
     first, second = answers(result.stdout)
-    assert first.startswith("[1] source: faq.txt (distance: 0.")
+    assert first_result(first).startswith("[1] source: faq.txt (")
     assert "\n\n[2] source: " in first
-    assert second.startswith("[1] source: wifi_power.txt (distance: 0.")
+    assert first_result(second).startswith("[1] source: wifi_power.txt (")
     assert "[3] source: " not in result.stdout
     assert "question>" not in result.stdout + result.stderr  # stdin is not a terminal: no prompt
     assert "client.py: connected to rag-search-server" in result.stderr
@@ -140,8 +150,8 @@ def test_over_streamable_http(built_index):
                                  "--url", url, "--top-k", "1")
     assert result.returncode == 0, result.stderr
     first, second = answers(result.stdout)
-    assert first.startswith("[1] source: faq.txt (distance: 0.")
-    assert second.startswith("[1] source: wifi_power.txt (distance: 0.")
+    assert first_result(first).startswith("[1] source: faq.txt (")
+    assert first_result(second).startswith("[1] source: wifi_power.txt (")
     assert "server.py runs on" not in result.stderr  # not ours to start
 
 
@@ -161,9 +171,14 @@ def test_bench_cold_start_pieces_run(built_index):
     assert all(seconds >= 0 for seconds in steps.values())
     first, second = asyncio.run(bench.interactive_once(str(built_index), qs))
     assert first > 0 and second > 0
-    cold = {"first_answer_ms": 1000 * first, "steps_ms": {k: 1000 * v for k, v in steps.items()},
+    by_keywords, by_meaning = asyncio.run(bench.first_answer_once(str(built_index), qs))
+    assert 0 < by_keywords <= by_meaning
+    cold = {"first_answer_ms": 1000 * by_keywords, "first_meaning_ms": 1000 * by_meaning,
+            "steps_ms": {k: 1000 * v for k, v in steps.items()},
             "interactive_first_ms": 1000 * first, "interactive_second_ms": 1000 * second,
             "notes": []}
     text = bench.report({"machine": bench.machine_info(), "seconds": 1.0, "cold": cold,
                          "targets": []})
     assert "2b. cold start" in text and "  model load" in text and "second question" in text
+    assert "first answer by meaning (server.py)" in text
+    assert "first search answer, by keywords" in text

@@ -8,7 +8,7 @@ stdio and one over HTTP, each tell their own clients whichever of them rebuilt; 
 that never rebuild (--no-watch) tell theirs of an index that index_build.py, run beside them as
 `make index` runs it, published.
 """
-import asyncio, json, os, queue, shutil, subprocess, sys, threading, warnings
+import asyncio, json, os, queue, shutil, subprocess, sys, threading, time, warnings
 
 import mcp
 
@@ -54,16 +54,25 @@ def listen_over_stdio(server):
                 "clientInfo": {"name": "t", "version": "0"}}},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": FAQ}},
-            {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": listen},
-            # The model has loaded once a search is answered; the watcher runs from then on.
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "search", "arguments": {"query": "dog"}}}]:
+            {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": listen}]:
         server.stdin.write(line(message))
     server.stdin.flush()
     answered = set()
-    while not {0, 1, 2} <= answered:  # the answers; the acknowledgement has no id
+    while not {0, 1} <= answered:  # the answers; the acknowledgement has no id
         answered.add(json.loads(lines.get(timeout=WAIT)).get("id"))
-    return lines
+    # The model has loaded once a search ranks by meaning (before, by keywords); the watcher
+    # runs from then on.
+    search = {"name": "search", "arguments": {"query": "dog"}}
+    for _ in range(10 * WAIT):
+        server.stdin.write(line({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": search}))
+        server.stdin.flush()
+        while (answer := json.loads(lines.get(timeout=WAIT))).get("id") != 2:
+            pass
+        if answer["result"]["structuredContent"]["ranking"] == "meaning":
+            return lines
+        time.sleep(0.1)
+    raise AssertionError(f"no model after {WAIT} s")
 
 
 def heard_over_stdio(lines):
@@ -99,8 +108,11 @@ async def hear_over_http(url, change):
             await legacy.subscribe_resource(FAQ)
         async with modern.listen(resources_list_changed=True,
                                  resource_subscriptions=[FAQ]) as listening:
-            found = await modern.call_tool("search", {"query": "dog"})  # the model is up
-            assert not found.is_error
+            for _ in range(10 * WAIT):  # the model is up once a search ranks by meaning
+                found = await modern.call_tool("search", {"query": "dog"})
+                if found.structured_content["ranking"] == "meaning":
+                    break
+                await asyncio.sleep(0.1)
             await asyncio.to_thread(change)  # from here on the clients send nothing
             events = set()
             async for change in listening:

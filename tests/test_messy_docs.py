@@ -27,7 +27,7 @@ import index_build
 import index_search
 import mcp_min
 import server as server_module
-from conftest import DOCS, ROOT, LiveServer, server_command, text_of
+from conftest import DOCS, ROOT, LiveServer, ranked_by_meaning, server_command, text_of
 
 NOBODY = 65534
 
@@ -184,7 +184,7 @@ def test_a_messy_folder_builds_and_names_each_skipped_file_once(messy_index):
     _, _, passages = index_search.load_index(index_dir)
     assert not any("\0" in p["text"] for p in passages)
     # The skipped files do not make the index look out of date.
-    assert index_search.stale_reasons(manifest, docs) == []
+    assert index_search.changed_files(manifest, docs) == ([], [], [])
 
 
 def test_a_server_over_a_messy_folder_serves_the_good_files(messy_index):
@@ -409,7 +409,7 @@ def test_searches_never_fail_while_the_index_is_rebuilt(small_docs, tmp_path, mo
         for _ in range(3):
             builds.append(index_build.build_index(small_docs, index_dir, model=model)["data"])
     try:
-        assert live.call("search", {"query": "warm up"})["isError"] is False
+        ranked_by_meaning(live.call)  # the model has loaded: searches embed their query
         builder = threading.Thread(target=rebuild)
         builder.start()
         searches = 0
@@ -515,7 +515,8 @@ def test_index_given_as_a_symlink_updates_its_target(small_docs, tmp_path, model
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert (target / "manifest.json").is_file() and "extra.md" in manifest["files"]
     assert index_search.resolve_docs_dir(manifest, link) == small_docs.resolve()
-    assert index_search.stale_reasons(manifest, index_search.resolve_docs_dir(manifest, link)) == []
+    linked_docs = index_search.resolve_docs_dir(manifest, link)
+    assert index_search.changed_files(manifest, linked_docs) == ([], [], [])
     assert index_search.load_index(link)[1].ntotal == manifest["counts"]["passages"]
 
     dangling = tmp_path / "dangling"

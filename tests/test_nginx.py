@@ -157,9 +157,9 @@ def stop(process):
 def access_lines(farm, since, done):
     """(backend port, status, HTTP method, Mcp-Method, Mcp-Session-Id) of each request nginx
     logged from line `since` on; "-" where a header was absent. nginx writes a line once the
-    request is done, which may be just after its client had the answer: this waits (10 s at
+    request is done, which may be just after its client had the answer: this waits (60 s at
     most) until done(rows) holds. Clients may send more than the test counts (a GET stream)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while True:
         rows = []
         for line in farm.access_log.read_text().splitlines()[since:]:

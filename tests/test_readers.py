@@ -11,7 +11,6 @@ import io
 import json
 import re
 import shutil
-import subprocess
 
 import pypdf
 import pytest
@@ -19,7 +18,7 @@ import pytest
 import doc_readers
 import index_build
 import index_search
-from conftest import ROOT, LiveServer, server_command, text_of
+from conftest import LiveServer, server_command, text_of, wire_by_meaning
 from test_messy_docs import wait_for
 from test_resources import HANDSHAKE, request
 
@@ -539,10 +538,8 @@ def test_a_pdf_result_says_its_page_and_documents_are_served_as_text(tmp_path, m
                 *[request(10 + i, "tools/call", {"name": "get_document",
                                                  "arguments": {"name": name}})
                   for i, name in enumerate(TITLES)]]
-    done = subprocess.run(server_command(tmp_path / "index", "--no-watch"), cwd=ROOT,
-                          capture_output=True, timeout=180,
-                          input="".join(json.dumps(m) + "\n" for m in messages).encode())
-    got = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines())}
+    written, _ = wire_by_meaning(server_command(tmp_path / "index", "--no-watch"), messages)
+    got = {m["id"]: m for m in written}
     top = got[1]["result"]["structuredContent"]["results"][0]
     assert top["source"] == pdf and top["page"] == 3
     assert re.match(rf"\[1\] source: {pdf} \(distance: 0\.\d\d\), page 3\n",

@@ -75,7 +75,7 @@ class Stdio:
         self.proc.stdin.write(line(message))
         self.proc.stdin.flush()
 
-    def next(self, timeout=15):
+    def next(self, timeout=60):
         return self.lines.get(timeout=timeout)
 
     def exchange(self, message):
@@ -97,7 +97,7 @@ class Stdio:
         raw = self.exchange(request(request_id, "tasks/get", {"taskId": task_id}))
         return raw, request_id, json.loads(raw)["result"]
 
-    def wait_for(self, task_id, status, timeout=15):
+    def wait_for(self, task_id, status, timeout=60):
         """Poll tasks/get until the task's status is `status` (a generous deadline, no race)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -64,11 +64,15 @@ HINTS = [
     (Literal[1, 2, 3], {"enum": [1, 2, 3]}),
     (Literal["a"] | None, {"anyOf": [{"enum": ["a"]}, {"type": "null"}]}),
     (list[Literal["x", "y"]], {"type": "array", "items": {"enum": ["x", "y"]}}),
-    # Annotated's text describes the argument; anything else in it is the tool's own business.
+    # Annotated's text describes the argument; a dict adds JSON Schema keywords (the first dict);
+    # anything else in it is the tool's own business.
     (Annotated[str, "UK town name"], {"type": "string", "description": "UK town name"}),
     (Annotated[int, "how many", "at most 10"], {"type": "integer",
                                                 "description": "how many at most 10"}),
-    (Annotated[Literal["a"] | None, {"x": 1}], {"anyOf": [{"enum": ["a"]}, {"type": "null"}]}),
+    (Annotated[int, "how many", {"minimum": 1, "maximum": 50}],
+     {"type": "integer", "description": "how many", "minimum": 1, "maximum": 50}),
+    (Annotated[Literal["a"] | None, {"x": 1}, 3.5],
+     {"anyOf": [{"enum": ["a"]}, {"type": "null"}], "x": 1}),
     (list[Annotated[str, "a tag"]], {"type": "array",
                                      "items": {"type": "string", "description": "a tag"}}),
 ]

@@ -991,11 +991,11 @@ def test_cancel_for_an_unknown_or_finished_request_is_ignored():
 
 def test_cancelled_then_stdin_closed_exits_promptly_and_silently():
     start = time.monotonic()
-    run = exchange([*HANDSHAKE, call(1, "hang"), call(2, "hang_sync", {"seconds": 60.0}),
+    run = exchange([*HANDSHAKE, call(1, "hang"), call(2, "hang_sync", {"seconds": 600.0}),
                     note("notifications/cancelled", {"requestId": 1}),
-                    note("notifications/cancelled", {"requestId": 2}), req(3, "ping")], timeout=30)
+                    note("notifications/cancelled", {"requestId": 2}), req(3, "ping")], timeout=120)
     assert [r["id"] for r in run.responses] == ["init", 3]
-    assert time.monotonic() - start < 20  # generous: it must not wait out the 60 s
+    assert time.monotonic() - start < 60  # generous: it must not wait out the 600 s
 
 
 def test_stdin_eof_with_a_cancelled_thread_that_ignores_cancellation(session):
