@@ -10,12 +10,14 @@ and emcee notebooks (.ipynb). Beside each docs/ folder, titles.json gives every 
 title: a text, a list of texts that are all its own (a PDF's metadata title and the one printed
 on its first page), or null for a page with no title of its own (an rst file that only
 includes another). `make eval` measures how well search finds their pages; this test only
-reads them, without the model, in a few seconds: index_build.scan_docs picks the documents,
-doc_readers.read_document reads each one. Reading a PDF takes a second or more, so of the
-PDFs only the smaller ones are read here; `make eval` reads them all.
+reads them, without the model, in about ten seconds: index_build.scan_docs picks the
+documents, doc_readers.read_document reads each one. Reading a PDF takes a second or more, so
+the titles are checked on the smaller PDFs only (`make eval` checks them all); the questions,
+which must not copy their page's words, are checked against every page they name.
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,25 @@ def test_a_title_is_compared_as_text():
     assert not eval_script.same_title("Natural Sciences Citations and",
                                       "Natural Sciences Citations and References")
     assert not eval_script.same_title("Werkzeug Documentation (2.2.x)", "nginx")
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_questions_name_pages_of_the_set_and_borrow_no_phrases(name):
+    """Every question names pages of its set (eval.load_questions checks), and none copies
+    five words in a row from the page that answers it: asked as a user would, who has not
+    read the page. The PDFs are read whole here, so this is the slow part (some seconds)."""
+    docs = EVAL_SETS / name / "docs"
+    questions = eval_script.load_questions(EVAL_SETS / name / "questions.json", docs)
+    assert len(questions) >= 30
+    texts = {}
+    copied = []
+    for question, wanted, _ in questions:
+        words = re.findall(r"[a-z0-9']+", question.lower())
+        for file in eval_script.wanted_files(wanted):
+            if file not in texts:
+                parts = doc_readers.read_document(file, (docs / file).read_bytes()).parts
+                page_words = re.findall(r"[a-z0-9']+", " ".join(text for _, text in parts).lower())
+                texts[file] = f" {' '.join(page_words)} "
+            copied += [(file, " ".join(words[i:i + 5])) for i in range(len(words) - 4)
+                       if f" {' '.join(words[i:i + 5])} " in texts[file]]
+    assert copied == []
