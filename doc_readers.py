@@ -104,6 +104,9 @@ HTML_ENDS = {**dict.fromkeys(HTML_BLOCKS, "\n\n"), "pre": "\n```\n\n"}
 HTML_TITLE = re.compile(r"<title[^>]{0,1000}>([^<]{0,1000})</title", re.I)
 SITE_NAME = re.compile(r"\s+[|–—·:-]{1,2}\s+.*")  # " — Python 3.11 docs", " | Site"
 
+# Notebooks: a cell with one of these tags is not in the built docs.
+NOTEBOOK_REMOVED = {"remove-cell", "remove-input", "remove_cell", "remove_input"}
+
 # PDF. A document of more pages is not one to read whole; the time and the text read are
 # bounded too (pypdf bounds each stream it unpacks, at 75 MB by default).
 MAX_PDF_PAGES = 5000
@@ -471,8 +474,12 @@ def read_notebook(name, data):
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise Unusable("holds no list of cells, so it is not a Jupyter notebook")
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
-    # A cell's source is a list of lines or one string: "".join takes both.
-    cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]]
+    # A cell's source is a list of lines or one string: "".join takes both. A cell the built
+    # docs leave out is no text: nbsphinx's "hidden" (a "part of the docs" line), a
+    # "remove-cell" or "remove-input" tag (Jupyter Book, MyST-NB, nbconvert).
+    cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]
+             if (cell.get("metadata") or {}).get("nbsphinx") != "hidden"
+             and not NOTEBOOK_REMOVED & set((cell.get("metadata") or {}).get("tags") or [])]
     # Markdown cells: tags go as in MDX, roles (Sphinx's or MyST's) as in rst.
     text = "\n\n".join(outside_code(outside_code(source, mdx_prose), rst_inline)
                        if kind == "markdown" else fenced(source, language)
