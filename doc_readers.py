@@ -25,7 +25,8 @@ lines, code in ``` fences (each kept whole), prose without its markup.
     .pdf            (pypdf) the text of each page, words hyphenated at line ends joined,
                     running headers and footers dropped. The title is the metadata's when
                     it is a real one, else page 1's first line. Scanned or encrypted: skipped.
-    .ipynb          markdown cells as text, code cells as code, outputs left out
+    .ipynb          markdown cells as text, code cells as code, outputs left out, and
+                    cells nbsphinx hides ("nbsphinx": "hidden") too
 
 No other file is a document (SUFFIXES). A file that cannot be read as its format raises
 Unusable with a one-line reason; the build names the file with it and goes on. served_text
@@ -103,9 +104,6 @@ HTML_STARTS = {**dict.fromkeys(HTML_BLOCKS, "\n\n"), "li": "\n\n- ", "pre": "\n\
 HTML_ENDS = {**dict.fromkeys(HTML_BLOCKS, "\n\n"), "pre": "\n```\n\n"}
 HTML_TITLE = re.compile(r"<title[^>]{0,1000}>([^<]{0,1000})</title", re.I)
 SITE_NAME = re.compile(r"\s+[|–—·:-]{1,2}\s+.*")  # " — Python 3.11 docs", " | Site"
-
-# Notebooks: a cell with one of these tags is not in the built docs.
-NOTEBOOK_REMOVED = {"remove-cell", "remove-input", "remove_cell", "remove_input"}
 
 # PDF. A document of more pages is not one to read whole; the time and the text read are
 # bounded too (pypdf bounds each stream it unpacks, at 75 MB by default).
@@ -406,10 +404,9 @@ class PageText(html.parser.HTMLParser):
 
     def handle_endtag(self, tag):
         self.emit(HTML_ENDS.get(tag, ""))
-        for region, opener in list(self.open.items()):
+        for opener in self.open.values():
             opener[1] -= opener[0] == tag
-            if opener[1] <= 0:
-                del self.open[region]
+        self.open = {region: opener for region, opener in self.open.items() if opener[1] > 0}
 
     def handle_data(self, data):
         self.emit(data if "pre" in self.open else re.sub(r"\s+", " ", data))
@@ -474,12 +471,10 @@ def read_notebook(name, data):
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise Unusable("holds no list of cells, so it is not a Jupyter notebook")
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
-    # A cell's source is a list of lines or one string: "".join takes both. A cell the built
-    # docs leave out is no text: nbsphinx's "hidden" (a "part of the docs" line), a
-    # "remove-cell" or "remove-input" tag (Jupyter Book, MyST-NB, nbconvert).
+    # A cell's source is a list of lines or one string: "".join takes both. A cell nbsphinx
+    # leaves out of the built docs is no text (in its own docs: "This notebook is part of...").
     cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]
-             if (cell.get("metadata") or {}).get("nbsphinx") != "hidden"
-             and not NOTEBOOK_REMOVED & set((cell.get("metadata") or {}).get("tags") or [])]
+             if (cell.get("metadata") or {}).get("nbsphinx") != "hidden"]
     # Markdown cells: tags go as in MDX, roles (Sphinx's or MyST's) as in rst.
     text = "\n\n".join(outside_code(outside_code(source, mdx_prose), rst_inline)
                        if kind == "markdown" else fenced(source, language)
