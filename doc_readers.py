@@ -23,8 +23,10 @@ lines, code in ``` fences (each kept whole), prose without its markup.
                     are headings, <pre> is code. The title is its first heading, else
                     <title> without the site's name ("Install | Site": "Install").
     .pdf            (pypdf) the text of each page, words hyphenated at line ends joined,
-                    running headers and footers dropped. The title is the metadata's when
-                    it is a real one, else page 1's first line. Scanned or encrypted: skipped.
+                    words on tight lines of TeX kept apart, glyphs with no text and running
+                    headers and footers dropped. The title is the metadata's when it is a
+                    real one, else page 1's first line (and the next when the first ends in
+                    "and", "of"...). Scanned or encrypted: skipped.
     .ipynb          markdown cells as text, code cells as code, outputs left out
 
 No other file is a document (SUFFIXES). A file that cannot be read as its format raises
