@@ -27,7 +27,8 @@ lines, code in ``` fences (each kept whole), prose without its markup.
                     headers and footers dropped. The title is the metadata's when it is a
                     real one, else page 1's first line (and the next when the first ends in
                     "and", "of"...). Scanned or encrypted: skipped.
-    .ipynb          markdown cells as text, code cells as code, outputs left out
+    .ipynb          markdown cells as text, code cells as code, outputs left out, and
+                    cells nbsphinx hides ("nbsphinx": "hidden") too
 
 No other file is a document (SUFFIXES). A file that cannot be read as its format raises
 Unusable with a one-line reason; the build names the file with it and goes on. served_text
@@ -482,8 +483,10 @@ def read_notebook(name, data):
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise Unusable("holds no list of cells, so it is not a Jupyter notebook")
     language = ((notebook.get("metadata") or {}).get("kernelspec") or {}).get("language", "")
-    # A cell's source is a list of lines or one string: "".join takes both.
-    cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]]
+    # A cell's source is a list of lines or one string: "".join takes both. A cell nbsphinx
+    # leaves out of the built docs is no text (in its own docs: "This notebook is part of...").
+    cells = [(cell.get("cell_type"), "".join(cell.get("source", ""))) for cell in notebook["cells"]
+             if (cell.get("metadata") or {}).get("nbsphinx") != "hidden"]
     # Markdown cells: tags go as in MDX, roles (Sphinx's or MyST's) as in rst.
     text = "\n\n".join(outside_code(outside_code(source, mdx_prose), rst_inline)
                        if kind == "markdown" else fenced(source, language)

@@ -225,6 +225,7 @@ NOTEBOOK = {
         {"cell_type": "raw", "metadata": {}, "source": "RAW-CELL"},
         {"cell_type": "markdown", "metadata": {}, "source": "## Plot\n\n<div class=\"alert\">"
                                                             "Call `plot`.</div>"},
+        {"cell_type": "markdown", "metadata": {"nbsphinx": "hidden"}, "source": "HIDDEN-CELL"},
     ],
     "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
     "nbformat": 4, "nbformat_minor": 5,
@@ -424,6 +425,7 @@ def test_a_notebook_is_its_markdown_and_its_code_without_outputs():
     assert code_blocks(text) == ["```python\n# read the file\nimport widgets\n"
                                  "data = widgets.load()\n```"]
     assert "OUTPUT-LINE" not in text and "RAW-CELL" not in text and "execution_count" not in text
+    assert "HIDDEN-CELL" not in text  # nbsphinx leaves it out of the built docs
     assert "Call `plot`." in text and "<div" not in text
 
 
