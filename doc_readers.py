@@ -23,8 +23,10 @@ lines, code in ``` fences (each kept whole), prose without its markup.
                     are headings, <pre> is code. The title is its first heading, else
                     <title> without the site's name ("Install | Site": "Install").
     .pdf            (pypdf) the text of each page, words hyphenated at line ends joined,
-                    running headers and footers dropped. The title is the metadata's when
-                    it is a real one, else page 1's first line. Scanned or encrypted: skipped.
+                    words on tight lines of TeX kept apart, glyphs with no text and running
+                    headers and footers dropped. The title is the metadata's when it is a
+                    real one, else page 1's first line (and the next when the first ends in
+                    "and", "of"...). Scanned or encrypted: skipped.
     .ipynb          markdown cells as text, code cells as code, outputs left out, and
                     cells nbsphinx hides ("nbsphinx": "hidden") too
 
@@ -110,7 +112,14 @@ SITE_NAME = re.compile(r"\s+[|–—·:-]{1,2}\s+.*")  # " — Python 3.11 docs"
 MAX_PDF_PAGES = 5000
 MAX_PDF_SECONDS = 300
 MAX_PDF_CHARS = 32 * 2 ** 20
+# pypdf takes the glyph at code 32 for a space, but a TeX font has another there (a visible
+# space, 0.5 em), so pypdf misses word spaces under half its width: the tight ones of justified
+# lines ("thenresets"). In a TJ array a gap of WORD_GAP thousandths of an em or more is a word
+# space (TeX shrinks one of 0.333 em by a third at most); a kern or a logo's gap is smaller.
+WORD_GAP = 200
 HYPHENATED = re.compile(r"(\w)-[ \t]*\n[ \t]*(?=[a-z])")
+# Glyphs with no text, as TeX's math fonts give them: control characters, the private use area.
+NO_TEXT_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ue000-\uf8ff]")
 # A title a program gave, not a person: "Microsoft Word - notes.doc", "untitled", "Slide 1".
 NO_TITLE = re.compile(r"^(?:microsoft \w+ - |untitled\b|(?:document|presentation|slide) ?\d*$)"
                       r"|\.(?:docx?|odt|rtf|pdf|tex|dvi|indd|pptx?|xlsx?|ps|html?|txt)$", re.I)
@@ -192,9 +201,7 @@ def document_title(text, file_name, front=None):
         line = LINE_WITH_WORDS.search(strip_markup(text[:TITLE_SEARCH_CHARS]))
         title = line[0] if line else Path(file_name).stem.strip() or Path(file_name).name
     title = " ".join(str(title).split())
-    if len(title) > TITLE_MAX_CHARS:
-        title = title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return title
+    return title if len(title) <= TITLE_MAX_CHARS else title[:TITLE_MAX_CHARS - 1].rstrip() + "…"
 
 
 def first_heading_title(text, name, fallback=""):
@@ -227,8 +234,7 @@ def split_front_matter(text, name):
               file=sys.stderr, flush=True)
         # Text, but not a title: "external help file: ..." names no document. The title is
         # then the first line with words after the block (often the same "# Heading").
-        body = text[end.end():] if end else text
-        return {"title": document_title(body, name)}, text
+        return {"title": document_title(text[end.end():] if end else text, name)}, text
     return front, text[end.end():]
 
 
@@ -315,10 +321,9 @@ def rst_heading(title, style, styles):
 
 def indented_block(lines, start, indent):
     """(the lines from start on that are blank or indented deeper than indent, dedented;
-    the number of the line after them)."""
+    the number of the line after them). The lines have no spaces at their ends."""
     end = start
-    while end < len(lines) and (not lines[end].strip()
-                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
+    while end < len(lines) and (not lines[end] or lines[end][:indent + 1].isspace()):
         end += 1
     return textwrap.dedent("\n".join(lines[start:end])).strip("\n").split("\n"), end
 
@@ -423,21 +428,17 @@ def read_pdf(name, data):
     import pypdf
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # its notes on damaged files are noise
-    reader = pypdf.PdfReader(io.BytesIO(data))
-    opened = not reader.is_encrypted
-    with contextlib.suppress(Exception):  # AES needs the cryptography package: it stays shut
-        opened = opened or bool(reader.decrypt(""))
-    if not opened:
+    reader = pypdf.PdfReader(io.BytesIO(data))  # an encrypted one: it tries the empty password
+    if reader.is_encrypted and not reader.decrypt(""):  # and this says whether that opened it
         raise Unusable("is encrypted (it needs a password); save a copy without one")
     if len(reader.pages) > MAX_PDF_PAGES:
         raise Unusable(f"has {len(reader.pages):,} pages, over the limit of {MAX_PDF_PAGES:,}")
     pages = []
-    characters = 0
     deadline = time.monotonic() + MAX_PDF_SECONDS
     for page in reader.pages:
-        pages.append(HYPHENATED.sub(r"\1", page.extract_text() or "").strip())
-        characters += len(pages[-1])
-        if characters > MAX_PDF_CHARS or time.monotonic() > deadline:
+        text = page.extract_text(visitor_operand_before=widen_word_gaps) or ""
+        pages.append(HYPHENATED.sub(r"\1", NO_TEXT_GLYPHS.sub("", text)).strip())
+        if sum(map(len, pages)) > MAX_PDF_CHARS or time.monotonic() > deadline:
             raise Unusable(f"too big to read: over {MAX_PDF_CHARS:,} characters of text or "
                            f"{MAX_PDF_SECONDS} s of reading by page {len(pages)}")
     parts = [(number, text) for number, text in enumerate(without_running_lines(pages), start=1)
@@ -447,9 +448,20 @@ def read_pdf(name, data):
     title = ""
     with contextlib.suppress(Exception):  # damaged metadata costs the title, not the file
         title = str(reader.metadata.title or "").strip()  # no metadata: AttributeError
+    # A title printed over two lines: the first ends in a word no title ends with.
+    page_one = re.sub(r"\b(and|of|for|the|to|in|on|with)[ \t]*\n", r"\1 ", parts[0][1])
     # The metadata's title is text as it is: no markdown to strip ("the `graphics' bundle").
-    return Document(document_title(parts[0][1], name, {"title": "" if NO_TITLE.search(title)
+    return Document(document_title(page_one, name, {"title": "" if NO_TITLE.search(title)
                                                        else title}), parts, False)
+
+
+def widen_word_gaps(operator, operands, *_):
+    """Makes each word gap in a TJ array (["then", -234, "resets"]) a full em, then moves the
+    pen back as much: pypdf writes a space there and still knows where the text ends."""
+    items = operands[0] if operator == b"TJ" and operands else []
+    for index in reversed(range(len(items) if isinstance(items, list) else 0)):
+        if isinstance(items[index], (int, float)) and items[index] <= -WORD_GAP:
+            items[index:index + 1] = [-1000, 1000 + items[index]]
 
 
 def without_running_lines(pages):

@@ -30,12 +30,6 @@ from conftest import ROOT
 EVAL_SETS = ROOT / "tests" / "eval"
 SETS = ["flask", "ai_sdk", "werkzeug", "latex_guides", "notebooks"]
 PDF_READ_BYTES = 300_000  # the PDFs read here: cfgguide, cyrguide, makeindx, modguide, natbib
-# A reader's known misses, each with its own test below that fails once it is fixed.
-KNOWN_WRONG = {
-    # No title in its metadata, and its printed title runs over two lines: page 1's first
-    # line alone is "Natural Sciences Citations and".
-    ("latex_guides", "natbib/natbib.pdf"),
-}
 
 
 def own_titles(name):
@@ -63,18 +57,11 @@ def test_every_document_is_listed_under_its_own_title(name):
     wrong = []
     for file, own in own_titles(name).items():
         path = docs / file
-        if (name, file) in KNOWN_WRONG or path.suffix == ".pdf" and \
-                path.stat().st_size > PDF_READ_BYTES:
+        if path.suffix == ".pdf" and path.stat().st_size > PDF_READ_BYTES:
             continue
         if not has_own_title(name, file, own):
             wrong.append((file, doc_readers.read_document(file, path.read_bytes()).title, own))
     assert wrong == []
-
-
-@pytest.mark.xfail(strict=True, reason="a PDF title printed over two lines is cut to its first")
-@pytest.mark.parametrize("name, file", sorted(KNOWN_WRONG))
-def test_known_misses_of_the_readers(name, file):
-    assert has_own_title(name, file, own_titles(name)[file])
 
 
 def has_own_title(name, file, own):

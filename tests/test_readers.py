@@ -23,17 +23,16 @@ from test_messy_docs import wait_for
 from test_resources import HANDSHAKE, request
 
 
-def pdf_bytes(pages, title=None):
+def pdf_bytes(pages, title=None, font=b"/BaseFont /Helvetica"):
     """A real PDF of one page per list of lines (Helvetica, a text layer), with its title in
-    the document information dictionary if given."""
+    the document information dictionary if given. A line that is a list is a TJ array: text
+    and the gaps between, in thousandths of an em (["then", -234, "resets"])."""
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+               b"<< /Type /Font /Subtype /Type1 %s >>" % font]
     kids = []
     for lines in pages:
-        shown = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-                 for line in lines]
         content = ("BT /F1 11 Tf 72 720 Td 14 TL "
-                   + " ".join(f"({line}) Tj T*" for line in shown) + " ET").encode("latin-1")
+                   + " ".join(f"{shown(line)} T*" for line in lines) + " ET").encode("latin-1")
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
                        b"<< /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % len(objects))
@@ -55,6 +54,18 @@ def pdf_bytes(pages, title=None):
     out.write(b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n"
               % (len(objects) + 1, info, xref))
     return out.getvalue()
+
+
+def shown(line):
+    """A line as a content stream shows it: (text) Tj, or [(text) gap (text)] TJ."""
+    if isinstance(line, list):
+        items = " ".join(str(item) if isinstance(item, int) else pdf_string(item) for item in line)
+        return f"[{items}] TJ"
+    return f"{pdf_string(line)} Tj"
+
+
+def pdf_string(text):
+    return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
 
 
 MANUAL_PAGES = [
@@ -361,6 +372,22 @@ def test_pdf_pages_hyphenation_running_lines_and_a_real_title():
                                       "manual.pdf", None])
 def test_a_pdf_title_a_program_gave_is_replaced_by_its_first_line(metadata):
     assert read("m.pdf", pdf_bytes(MANUAL_PAGES, title=metadata)).title == "Brakes"
+
+
+def test_pdf_words_on_a_tight_line_stay_apart_and_glyphs_without_text_go():
+    """A TeX font has a visible space (0.5 em) at the code of a space, so pypdf alone takes
+    a gap under a quarter em, as on a tightly justified line, for no space ("thenresets");
+    a kern stays inside its word. A math font's glyphs come as control characters."""
+    font = b"/BaseFont /Helvetica /FirstChar 32 /LastChar 32 /Widths [500]"
+    lines = [["then", -234, "res", -30, "ets"], "\x01x\x0c = y\x02"]
+    assert read("tex.pdf", pdf_bytes([lines], font=font)).parts == [(1, "then resets\nx = y")]
+
+
+def test_a_pdf_title_printed_over_two_lines_is_whole():
+    """natbib's manual, with no title in its metadata, prints its title on two lines."""
+    pages = [["Natural Sciences Citations and", "References", "Patrick W. Daly"]]
+    assert read("natbib.pdf", pdf_bytes(pages)).title == \
+        "Natural Sciences Citations and References"
 
 
 def test_pdfs_that_cannot_be_read_are_skipped_saying_why(monkeypatch):
