@@ -1142,11 +1142,15 @@ for asking_method in ("tools/call", "prompts/get", "resources/read"):
 def binding(message, session):
     """What a requestState is valid for: this method, name and arguments, and this user."""
     params = message.get("params", {})
-    auth = session.get("auth")
-    user = auth.get("subject", auth.get("sub", auth)) if isinstance(auth, dict) else auth
     name = params.get("uri") if message["method"] == "resources/read" else params.get("name")
-    fields = [message["method"], name, params.get("arguments"), repr(user)]
+    fields = [message["method"], name, params.get("arguments"), user_of(session)]
     return hashlib.sha256(encode(fields)).hexdigest()
+
+
+def user_of(session):
+    """Who is asking, as text: the subject the HTTP token check found ("None" on stdio)."""
+    auth = session.get("auth")
+    return repr(auth.get("subject", auth.get("sub", auth)) if isinstance(auth, dict) else auth)
 
 
 def signature(server, body):

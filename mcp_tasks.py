@@ -35,7 +35,8 @@ Spec: https://github.com/modelcontextprotocol/ext-tasks (specification/draft/tas
 import asyncio, collections, copy, itertools, secrets, time
 
 from mcp_min import (AT_END, INTERNAL_ERROR, INVALID_PARAMS, METHODS, MISSING_CAPABILITY,
-                     Context, MCPError, Method, check_answer, error_response, without_none)
+                     Context, MCPError, Method, check_answer, error_response, user_of,
+                     without_none)
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 DEFAULT_TTL_MS = 3_600_000  # a task is kept an hour after it was created, unless its tool says
@@ -90,7 +91,7 @@ class Task:
 
     def __init__(self, ctx, how):
         self.id = secrets.token_urlsafe(24)  # unguessable: a bearer token to its state
-        self.owner = owner(ctx)
+        self.owner = user_of(ctx.session)
         self.session = ctx.session  # a stdio client's session: its tasks end when it leaves
         self.status = "working"  # then completed, failed or cancelled; input_required: `asked`
         self.message = None  # statusMessage
@@ -257,7 +258,7 @@ def find(server, params, ctx):
                        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
     expire(server)
     task = kept(server).get(params.get("taskId")) if isinstance(params.get("taskId"), str) else None
-    if task is None or task.owner != owner(ctx):
+    if task is None or task.owner != user_of(ctx.session):
         raise MCPError(INVALID_PARAMS, "Invalid params: no such task (unknown, or expired)")
     return task
 
@@ -274,12 +275,6 @@ METHODS["tools/call"] = METHODS["tools/call"]._replace(
 def kept(server):
     """This server's tasks, task id -> Task, oldest first."""
     return vars(server).setdefault("tasks_kept", {})
-
-
-def owner(ctx):
-    """Who a task belongs to: the identity the HTTP token check found (None on stdio)."""
-    auth = ctx.auth
-    return repr(auth.get("subject", auth.get("sub", auth)) if isinstance(auth, dict) else auth)
 
 
 def keep(server, task):
