@@ -106,7 +106,7 @@ def log(text):
     """One line on stderr, for the operator. A host may have closed its end of stderr: then the
     line is lost, but never the answer that was being sent."""
     with contextlib.suppress(OSError, ValueError):
-        print(text, file=sys.stderr, flush=True)
+        print(text + "\n", end="", file=sys.stderr, flush=True)  # one write: whole lines
 
 
 def encode_reply(message):

@@ -599,7 +599,8 @@ class RateLimit:
 
 
 def log(message):
-    print(f"server: {message}", file=sys.stderr, flush=True)
+    # One write of the whole line: lines that tools log from several threads never mix.
+    print(f"server: {message}\n", end="", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------
