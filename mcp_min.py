@@ -428,7 +428,8 @@ class Server:
         self.instructions = instructions  # how to use this server, for the model: see initialize
         # What is registered, by kind: "tools" -> {name: Tool}, then Part B's kinds ("resources",
         # "prompts"; section 12 keeps its Changes under "changes") and an extension's, under its
-        # id. A kind with nothing registered is not advertised, and its methods are not found.
+        # id (mcp_tasks keeps its tasks under "tasks kept"). A kind with nothing registered is
+        # not advertised, and its methods are not found.
         self.registries = {"tools": {}}
         self.tools = self.registries["tools"]
         # Signs 2026-07-28 requestState (Part B, asking the user): replicas behind one load balancer

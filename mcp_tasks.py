@@ -274,7 +274,7 @@ METHODS["tools/call"] = METHODS["tools/call"]._replace(
 
 def kept(server):
     """This server's tasks, task id -> Task, oldest first."""
-    return vars(server).setdefault("tasks_kept", {})
+    return server.registries.setdefault("tasks kept", {})  # no method names it: never advertised
 
 
 def keep(server, task):
