@@ -230,8 +230,7 @@ def split_front_matter(text, name):
         except yaml.YAMLError as e:
             problem = "not valid YAML: " + " ".join(str(e).split())[:200]
     if problem:
-        print(f"index_build: {name}: front matter read as text ({problem})",
-              file=sys.stderr, flush=True)
+        print(f"index_build: {name}: front matter read as text ({problem})", file=sys.stderr)
         # Text, but not a title: "external help file: ..." names no document. The title is
         # then the first line with words after the block (often the same "# Heading").
         return {"title": document_title(text[end.end():] if end else text, name)}, text
@@ -360,6 +359,9 @@ def read_html(name, data):
         raise Unusable("is a redirect to another page (a meta refresh), not a document")
     page = PageText()
     page.feed(source)
+    # A tag or comment still open at the end ("<a href='...", a cut download) is no text, as in
+    # a browser; and Python 3.11's close() takes quadratic time over one (400 KB: minutes).
+    page.rawdata = "" if page.rawdata.startswith("<") else page.rawdata
     page.close()
     main = "".join(text for in_main, text in page.pieces if in_main)
     whole = main if LINE_WITH_WORDS.search(main) else "".join(text for _, text in page.pieces)

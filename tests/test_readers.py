@@ -11,6 +11,7 @@ import io
 import json
 import re
 import shutil
+import threading
 
 import pypdf
 import pytest
@@ -366,6 +367,20 @@ def test_pdf_pages_hyphenation_running_lines_and_a_real_title():
         assert "Acme Bike Manual" not in part[1] and "of 3" not in part[1], part
     served = doc_readers.served_text("manual.pdf", data)
     assert served.startswith("[page 1]\n\nBrakes\n") and "\n\n[page 3]\n\nTyres\n" in served
+
+
+def test_html_ending_in_a_tag_left_open_is_read_in_linear_time():
+    """A page cut off inside a tag, whose rest holds many "<": Python 3.11's HTMLParser.close()
+    tries each "<" to the end of the text, quadratic time (this page: minutes). The open tag is
+    dropped, as a browser drops it, and the text before it kept. The 60 s bound is no race: the
+    page is read in milliseconds."""
+    page = "<main><h1>Cut off</h1><p>Intro text.</p><p>" + "<a href='x " * 40_000
+    found = []
+    reader = threading.Thread(target=lambda: found.append(read("cut.html", page)), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert found, "reading the page did not end within 60 s"
+    assert (found[0].title, text_of_document(found[0])) == ("Cut off", "# Cut off\n\nIntro text.")
 
 
 @pytest.mark.parametrize("metadata", ["Microsoft Word - manual.docx", "untitled", "Document1",
