@@ -142,7 +142,8 @@ def read_document(name, data):
         raise
     except Exception as e:  # a reader's failure costs its file, never the build
         reason = " ".join(str(e).split())[:200] or type(e).__name__
-        raise Unusable(f"cannot be read as {Path(name).suffix.lower()} ({reason})") from None
+        raise Unusable(f"cannot be read as {Path(name).suffix.lower()} ({reason}); if it is "
+                       "damaged, save it again from the program that made it") from None
 
 
 def served_text(name, data):
@@ -172,18 +173,16 @@ def decode_text(data):
     is the mark of binary files and of UTF-16 written without a byte order mark; and text
     that is more than 1% control characters is not something a person wrote.
     """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        codec, label = "utf-16", "UTF-16"
-    else:
-        codec, label = "utf-8-sig", "UTF-8"  # -sig: tolerate the byte order mark some editors write
-        if b"\x00" in data:
-            raise Unusable(f"holds NUL bytes (the first at offset {data.index(0)}), so it is "
-                           "binary or UTF-16 without a byte order mark; save it as UTF-8")
-    try:
-        text = data.decode(codec)
+    utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))  # UTF-16's byte order marks
+    if b"\x00" in data and not utf16:
+        raise Unusable(f"holds NUL bytes (the first at offset {data.index(0)}), so it is "
+                       "binary or UTF-16 without a byte order mark; save it as UTF-8")
+    try:  # utf-8-sig: tolerates the byte order mark some editors write
+        text = data.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as e:
-        raise Unusable(f"not valid {label} (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
-                       "save it as UTF-8") from None
+        encoding = "UTF-16" if utf16 else "UTF-8"
+        raise Unusable(f"not valid {encoding} (byte 0x{e.object[e.start]:02x} at offset "
+                       f"{e.start}); save it as UTF-8") from None
     controls = len(text) - len(CONTROL_CHARACTERS.sub("", text))
     if controls * 100 > len(text):
         raise Unusable(f"{controls:,} of its {len(text):,} characters are control characters, "

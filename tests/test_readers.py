@@ -409,7 +409,8 @@ def test_pdfs_that_cannot_be_read_are_skipped_saying_why(monkeypatch):
     cases = {
         "scanned": (pdf_bytes([[], []]), "holds no text"),
         "encrypted": (encrypted(pdf_bytes(MANUAL_PAGES), "secret"), "is encrypted"),
-        "cut": (pdf_bytes(MANUAL_PAGES)[:300], "cannot be read as .pdf"),
+        "cut": (pdf_bytes(MANUAL_PAGES)[:300], r"cannot be read as \.pdf \(.+\); if it is damaged, "
+                                               "save it again from the program that made it$"),
         "empty": (b"", "cannot be read as .pdf"),
         "not a pdf": (b"%PDF-1.7\nnot really\n", "cannot be read as .pdf"),
     }
