@@ -255,6 +255,21 @@ def test_a_tool_asks_in_its_call_first_then_in_its_task(stdio):
     assert stdio.wait_for(task_id, "completed")[2]["result"] == text("Al, Bea")
 
 
+def test_a_question_the_tool_stopped_waiting_for_is_asked_no_more(stdio):
+    task_id = stdio.start("ask_either")
+    both = {"name": ask("Name?"), "nickname": ask("Nickname?")}
+    assert stdio.wait_for(task_id, "input_required")[2]["inputRequests"] == both
+    stdio.update(task_id, {"name": answer("Ann")})
+    got = stdio.wait_for(task_id, "input_required")[2]
+    while "again" not in got["inputRequests"]:  # the tool gave up on the nickname, then asked
+        got = stdio.wait_for(task_id, "input_required")[2]
+    assert got["inputRequests"] == {"again": ask("Again?")}  # no nickname: nobody waits for it
+    raw, request_id = stdio.update(task_id, {"nickname": answer("Nan")})  # late: ignored
+    assert raw == line(response(request_id, ACK))
+    stdio.update(task_id, {"again": answer("Bo")})
+    assert stdio.wait_for(task_id, "completed")[2]["result"] == text("Ann, Bo")
+
+
 # --- Cancellation, expiry, and the server's stop ---
 
 def test_tasks_cancel_stops_a_running_task_and_acknowledges_a_finished_one(stdio):
@@ -267,6 +282,20 @@ def test_tasks_cancel_stops_a_running_task_and_acknowledges_a_finished_one(stdio
     assert stdio.exchange(request(6, "tasks/cancel", {"taskId": task_id})) == line(
         response(6, ACK))
     assert "sleeper: cancelled" in stdio.close()
+
+
+@pytest.mark.parametrize("how", ["cancelled", "client leaves"])
+def test_a_sync_tool_waiting_for_an_answer_stops_with_its_task(stdio, how):
+    # Its worker thread waits for the answer: the task's end must free it, or the server could
+    # never exit (and each such task would hold one of the server's worker threads for ever).
+    task_id = stdio.start("ask_sync")
+    stdio.wait_for(task_id, "input_required")
+    if how == "cancelled":
+        raw = stdio.exchange(request(5, "tasks/cancel", {"taskId": task_id}))
+        assert raw == line(response(5, ACK))
+        served = json.loads(stdio.exchange(call(6, "must_be_task", {"word": "on"})))
+        assert served["result"]["resultType"] == "task"  # the server serves on
+    assert "Traceback" not in stdio.close()  # it exits (0), at once
 
 
 def test_a_task_is_kept_until_its_ttl_has_passed_never_less(stdio):
