@@ -284,18 +284,21 @@ def test_tasks_cancel_stops_a_running_task_and_acknowledges_a_finished_one(stdio
     assert "sleeper: cancelled" in stdio.close()
 
 
-@pytest.mark.parametrize("how", ["cancelled", "client leaves"])
+@pytest.mark.parametrize("how", ["cancelled", "expired"])
 def test_a_sync_tool_waiting_for_an_answer_stops_with_its_task(stdio, how):
-    # Its worker thread waits for the answer: the task's end must free it, or the server could
-    # never exit (and each such task would hold one of the server's worker threads for ever).
+    # Its worker thread waits for the answer: the task's end must free it, else each such task
+    # holds one of the server's worker threads for good, and the server cannot exit.
     task_id = stdio.start("ask_sync")
     stdio.wait_for(task_id, "input_required")
     if how == "cancelled":
         raw = stdio.exchange(request(5, "tasks/cancel", {"taskId": task_id}))
         assert raw == line(response(5, ACK))
-        served = json.loads(stdio.exchange(call(6, "must_be_task", {"word": "on"})))
-        assert served["result"]["resultType"] == "task"  # the server serves on
-    assert "Traceback" not in stdio.close()  # it exits (0), at once
+    else:  # past its ttl (an hour) on the server's task clock
+        stdio.exchange(call(5, "advance_clock", {"ms": 3_600_001}))
+        assert stdio.exchange(request(6, "tasks/get", {"taskId": task_id})) == error(6, NO_TASK)
+    served = json.loads(stdio.exchange(call(7, "must_be_task", {"word": "on"})))
+    assert served["result"]["resultType"] == "task"  # the server serves on
+    assert "Traceback" not in stdio.close()  # and exits (0): no thread waits for an answer
 
 
 def test_a_task_is_kept_until_its_ttl_has_passed_never_less(stdio):
