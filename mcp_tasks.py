@@ -132,7 +132,9 @@ def run_as_task(call_tool):
     async def call_or_start(server, params, ctx):
         name = params.get("name")
         how = server.registries.get(EXTENSION, {}).get(name) if isinstance(name, str) else None
-        if how is None or not declared(ctx) and how.support == "optional":
+        # Arguments that are no object: tools/call refuses the call itself (-32602), no task.
+        if how is None or not isinstance(params.get("arguments", {}), dict) \
+                or not declared(ctx) and how.support == "optional":
             return await call_tool(server, params, ctx)
         if not declared(ctx):
             raise MCPError(MISSING_CAPABILITY, f"Missing required client capability: {EXTENSION}",

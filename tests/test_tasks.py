@@ -349,6 +349,13 @@ def test_the_refusals(stdio):
                                                "message": "Method not found: tasks/get"})
 
 
+@pytest.mark.parametrize("arguments", [None, [], "x", 7])
+def test_a_call_whose_arguments_are_no_object_is_refused_not_made_a_task(stdio, arguments):
+    bad = request(1, "tools/call", {"name": "sleeper", "arguments": arguments})
+    assert stdio.exchange(bad) == error(1, {
+        "code": -32602, "message": "Invalid params: tools/call needs a name and arguments"})
+
+
 def test_without_the_extension_a_tool_runs_as_before_or_needs_a_task(stdio):
     raw = stdio.exchange(call(1, "sleeper", {"seconds": 0}, tasks=False))
     assert raw == line(response(1, text("slept 0 s")))
