@@ -32,7 +32,8 @@ A skill is checked when it is added; a malformed one raises ValueError, one line
 file (as skill-folder/path): SKILL.md must open with front matter, with a name and a description;
 the name must follow the Agent Skills naming rules (1-64 lowercase letters, digits and hyphens, no
 hyphen first, last or twice in a row) and be the folder's; each file must be a readable regular
-file inside the folder once symlinks are resolved; at most MAX_FILES files of MAX_BYTES in all.
+file inside the folder once symlinks are resolved; at most MAX_FILES files and folders, the files
+of MAX_BYTES in all.
 Hidden files and folders (".git") are no part of a skill; symlinked folders are not followed.
 
 Files are read when asked, never kept: skills/list and skills/get hash the files of the skills
@@ -96,15 +97,16 @@ def uri_of(name, rel):
 
 
 def skill_files(root, name):
-    """The files of a skill's folder, SKILL.md first: at most MAX_FILES. Symlinked folders are
-    not followed."""
+    """The files of a skill's folder, SKILL.md first: at most MAX_FILES, its folders counted
+    too, so that the walk ends early on a tree of folders, however deep (os.walk recurses: at
+    1,000 deep it would raise RecursionError). Symlinked folders are not followed."""
     files = []
-    for top, folders, names in os.walk(root):
+    for walked, (top, folders, names) in enumerate(os.walk(root)):  # walked: folders below root
         folders[:] = sorted(folder for folder in folders if not folder.startswith("."))
         below = "" if top == root else os.path.relpath(top, root).replace(os.sep, "/") + "/"
         files += [below + file for file in sorted(names) if not file.startswith(".")]
-        if len(files) > MAX_FILES:
-            raise ValueError(f"{name}: more than {MAX_FILES} files in the skill's folder")
+        if len(files) + walked > MAX_FILES:
+            raise ValueError(f"{name}: more than {MAX_FILES} files and folders in the skill")
     return ["SKILL.md"] + [file for file in files if file != "SKILL.md"]
 
 

@@ -283,7 +283,7 @@ def refusal(folder):
      "bad/SKILL.md line 4: YAML reads '{\"max\": 1e400}' as no plain text: quote it"),
     ({"notes.md": "no SKILL.md"}, "bad/SKILL.md: no readable file inside the skill's folder"),
     ({"SKILL.md": skill_md("bad"), **{f"f{n}.txt": "x" for n in range(512)}},
-     "bad: more than 512 files in the skill's folder"),
+     "bad: more than 512 files and folders in the skill"),
 ])
 def test_a_malformed_skill_is_refused_naming_its_file(tmp_path, files, expected):
     folder = make_skills(tmp_path / "skills", {"bad": files})
@@ -308,6 +308,16 @@ def test_a_file_that_leads_out_of_its_skill_is_refused(tmp_path):
     (folder / "bad" / "absolute.txt").unlink()
     os.mkfifo(folder / "bad" / "pipe")  # reading it would wait for ever
     assert refusal(folder) == "bad/pipe: no readable file inside the skill's folder"
+
+
+def test_a_skill_of_folders_nested_deeper_than_its_files_may_be_is_refused(tmp_path):
+    # os.walk (Python 3.11) goes down by recursion: 1,000 folders deep, it raised RecursionError.
+    folder = make_skills(tmp_path / "skills", {"bad": {"SKILL.md": skill_md("bad")}})
+    deep = folder / "bad"
+    for _ in range(1100):  # one at a time: os.makedirs recurses too
+        deep = deep / "a"
+        deep.mkdir()
+    assert refusal(folder) == "bad: more than 512 files and folders in the skill"
 
 
 def test_a_skill_over_16_mib_is_refused(tmp_path):
