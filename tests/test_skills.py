@@ -317,7 +317,12 @@ def test_a_skill_of_folders_nested_deeper_than_its_files_may_be_is_refused(tmp_p
     for _ in range(1100):  # one at a time: os.makedirs recurses too
         deep = deep / "a"
         deep.mkdir()
-    assert refusal(folder) == "bad: more than 512 files and folders in the skill"
+    try:
+        assert refusal(folder) == "bad: more than 512 files and folders in the skill"
+    finally:  # bottom up: shutil.rmtree recurses too, and pytest cleans up tmp_path with it
+        while deep != folder / "bad":
+            deep.rmdir()
+            deep = deep.parent
 
 
 def test_a_skill_over_16_mib_is_refused(tmp_path):
