@@ -32,7 +32,8 @@ A skill is checked when it is added; a malformed one raises ValueError, one line
 file (as skill-folder/path): SKILL.md must open with front matter, with a name and a description;
 the name must follow the Agent Skills naming rules (1-64 lowercase letters, digits and hyphens, no
 hyphen first, last or twice in a row) and be the folder's; each file must be a readable regular
-file inside the folder once symlinks are resolved; at most MAX_FILES files of MAX_BYTES in all.
+file inside the folder once symlinks are resolved; at most MAX_FILES files and folders, the files
+of MAX_BYTES in all.
 Hidden files and folders (".git") are no part of a skill; symlinked folders are not followed.
 
 Files are read when asked, never kept: skills/list and skills/get hash the files of the skills
@@ -48,7 +49,7 @@ indented block, a value over several lines), as is plain text that YAML would re
 Needs mcp_min.py with its sections 7 (pagination) and 8 (resources).
 Spec: https://modelcontextprotocol.io/seps/2640-skills-extension
 """
-import collections, contextlib, hashlib, json, mimetypes, os, re, urllib.parse
+import collections, contextlib, hashlib, json, math, mimetypes, os, re, urllib.parse
 
 import mcp_min
 
@@ -62,7 +63,9 @@ MAX_FILES = 512  # files in a skill, SKILL.md included (SEP-2640's limits)
 MAX_BYTES = 16 * 1024 * 1024  # bytes in a skill, its files together
 NAME = re.compile(r"(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?")  # Agent Skills' naming rules
 FRONT_MATTER = re.compile(r"\ufeff?---\r?\n(.*?)\r?\n---[ \t]*(\r?\n|$)", re.DOTALL)
-LINE = re.compile(r"([\w.][\w./-]*): +(.*?) *")  # key, value
+# key, value: the value up to its last non-space (not (.*?) *, which takes time growing with
+# the square of a run of spaces inside it: minutes for a line of a megabyte).
+LINE = re.compile(r"([\w.][\w./-]*): +(.*[^ ]|) *")
 # A plain value that YAML reads as something else than this text: it opens with an indicator, a
 # digit, a sign or a dot (1.0, +1, .inf), is null, true or false, or holds ": " or " #".
 NOT_PLAIN_TEXT = re.compile(r"(?i)[-?:,\[\]{}#&*!|>'\"%@`+.\d]|(~|null|true|false)$|.*(: | #|:$)")
@@ -94,15 +97,16 @@ def uri_of(name, rel):
 
 
 def skill_files(root, name):
-    """The files of a skill's folder, SKILL.md first: at most MAX_FILES. Symlinked folders are
-    not followed."""
+    """The files of a skill's folder, SKILL.md first: at most MAX_FILES, its folders counted
+    too, so that the walk ends early on a tree of folders, however deep (os.walk recurses: at
+    1,000 deep it would raise RecursionError). Symlinked folders are not followed."""
     files = []
-    for top, folders, names in os.walk(root):
+    for walked, (top, folders, names) in enumerate(os.walk(root)):  # walked: folders below root
         folders[:] = sorted(folder for folder in folders if not folder.startswith("."))
         below = "" if top == root else os.path.relpath(top, root).replace(os.sep, "/") + "/"
         files += [below + file for file in sorted(names) if not file.startswith(".")]
-        if len(files) > MAX_FILES:
-            raise ValueError(f"{name}: more than {MAX_FILES} files in the skill's folder")
+        if len(files) + walked > MAX_FILES:
+            raise ValueError(f"{name}: more than {MAX_FILES} files and folders in the skill")
     return ["SKILL.md"] + [file for file in files if file != "SKILL.md"]
 
 
@@ -142,8 +146,8 @@ def entry(skill):
     if frontmatter["name"] != skill.name or not NAME.fullmatch(skill.name):
         raise ValueError(f"{skill.name}/SKILL.md: the name must be its folder's, in a-z, 0-9 and "
                          "single hyphens inside (64 at most)")
-    return {"uri": uri_of(skill.name, "SKILL.md"), "frontmatter": frontmatter,
-            "resources": resources}
+    # The skill's URI is its SKILL.md's, the first of its files.
+    return {"uri": resources[0]["uri"], "frontmatter": frontmatter, "resources": resources}
 
 
 def front_matter(text, label):
@@ -169,20 +173,25 @@ def scalar(value, where):
     'single-quoted' text ('' for a quote), or plain text that YAML reads as that text."""
     if re.fullmatch(r"'(?:[^']|'')*'", value):
         return value[1:-1].replace("''", "'")
-    with contextlib.suppress(ValueError):  # no JSON (NaN neither): text
-        return json.loads(value, parse_constant=mcp_min.refuse_constant)
+    # No JSON, or none we can send (NaN; 1e400, past a float's range): text. Nested too deeply
+    # for Python to read (RecursionError): no JSON either.
+    with contextlib.suppress(ValueError, RecursionError):
+        return json.loads(value, parse_constant=mcp_min.refuse_constant, parse_float=finite)
     if NOT_PLAIN_TEXT.match(value):
         raise ValueError(f"{where}: YAML reads {value[:40]!r} as no plain text: quote it")
     return value
+
+
+def finite(text):  # a JSON number with a fraction or an exponent, as a float; inf is refused
+    return float(text) if math.isfinite(float(text)) else mcp_min.refuse_constant(text)
 
 
 # --- The methods (SEP-2640): skills/list, skills/get, resources/directory/read ---
 
 async def list_skills(server, params, ctx):
     """skills/list: a page of skills, each entry made from its files as they are now."""
-    result = page(list(server.registries[EXTENSION].values()), params, "skills")
-    result["skills"] = await call(lambda: [entry(skill) for skill in result["skills"]])
-    return result
+    listed = page(list(server.registries[EXTENSION].values()), params, "skills")
+    return {**listed, "skills": await call(lambda: [entry(skill) for skill in listed["skills"]])}
 
 
 async def get_skill(server, params, ctx):

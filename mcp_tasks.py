@@ -109,13 +109,17 @@ class Task:
         self.ctx.ask = lambda requests: ask(self, requests)  # questions go to the task
 
     def finish(self, status, message=None, **outcome):
+        """The task is over, if it was not yet; its job stops (if it still runs)."""
         if self.status == "working":
             self.status = status
             self.message = message
             self.outcome = outcome
+            for _, future in self.asked.values():  # a sync tool's thread may wait for an answer
+                future.cancel()
             self.asked = {}
             self.ctx.cancelled = True  # a sync tool's thread can see it: nothing more to do
             self.touch()
+        self.job.cancel()
 
     def touch(self):
         self.updated = time.time()
@@ -128,7 +132,9 @@ def run_as_task(call_tool):
     async def call_or_start(server, params, ctx):
         name = params.get("name")
         how = server.registries.get(EXTENSION, {}).get(name) if isinstance(name, str) else None
-        if how is None or not declared(ctx) and how.support == "optional":
+        # Arguments that are no object: tools/call refuses the call itself (-32602), no task.
+        if how is None or not isinstance(params.get("arguments", {}), dict) \
+                or not declared(ctx) and how.support == "optional":
             return await call_tool(server, params, ctx)
         if not declared(ctx):
             raise MCPError(MISSING_CAPABILITY, f"Missing required client capability: {EXTENSION}",
@@ -196,7 +202,10 @@ async def ask(task, requests):
         candidates = itertools.chain([key], (f"{key}-{n}" for n in itertools.count(2)))
         keys[key] = next(wire_key for wire_key in candidates if wire_key not in task.keys)
         task.keys.add(keys[key])
-        task.asked[keys[key]] = (request, task.ctx.loop.create_future())
+        answered = task.ctx.loop.create_future()
+        # Once answered, or no longer awaited (the tool gave up on it): not asked any more.
+        answered.add_done_callback(lambda _, wire_key=keys[key]: task.asked.pop(wire_key, None))
+        task.asked[keys[key]] = (request, answered)
     task.touch()
     futures = [task.asked[keys[key]][1] for key in requests]
     return dict(zip(requests, await asyncio.gather(*futures)))
@@ -246,7 +255,6 @@ async def cancel_task(server, params, ctx):
     answer an empty acknowledgement."""
     task = find(server, params, ctx)
     task.finish("cancelled", "cancelled by the client")
-    task.job.cancel()
     return {}
 
 
@@ -294,7 +302,6 @@ def expire(server):
     for task in [task for task in kept(server).values() if now > task.deadline]:
         del kept(server)[task.id]
         task.finish("cancelled", "expired")
-        task.job.cancel()
 
 
 def end_tasks(server, session):
@@ -303,7 +310,6 @@ def end_tasks(server, session):
     for task in list(kept(server).values()):
         if session is None or task.session is session:
             task.finish("cancelled", "the server stopped")
-            task.job.cancel()
 
 
 AT_END.append(end_tasks)

@@ -75,6 +75,20 @@ def ask_sync(ctx: Context) -> str:
 
 
 @mcp_tasks.task_tool(server)
+async def ask_either(ctx: Context) -> str:
+    """Asks for a name and a nickname, as two questions; takes the first answer and stops waiting
+    for the other (as a tool that gives up on a question after a while), then asks once more."""
+    name = asyncio.ensure_future(ctx.elicit("Name?", NAME_FORM, key="name"))
+    nickname = asyncio.ensure_future(ctx.elicit("Nickname?", NAME_FORM, key="nickname"))
+    done, pending = await asyncio.wait({name, nickname}, return_when=asyncio.FIRST_COMPLETED)
+    for question in pending:
+        question.cancel()
+    await asyncio.wait(pending)
+    again = await ctx.elicit("Again?", NAME_FORM, key="again")
+    return f"{done.pop().result()['content']['name']}, {again['content']['name']}"
+
+
+@mcp_tasks.task_tool(server)
 async def rpc_error() -> str:
     """Fails with a JSON-RPC error: the task fails."""
     raise MCPError(INTERNAL_ERROR, "no database")

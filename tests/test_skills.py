@@ -222,6 +222,28 @@ def test_a_file_changed_after_the_start_is_served_with_a_digest_of_what_is_serve
         wire.close()
 
 
+def test_a_long_front_matter_line_is_read_at_once_and_a_hostile_change_is_refused(skills):
+    # A value with a long run of spaces inside: its line is read in one pass (it once took time
+    # growing with the square of its length: minutes for this one, the server unstarted).
+    spaced = "Spaced" + " " * 1_000_000 + "out."
+    (skills / "beta" / "SKILL.md").write_text(skill_md("beta", spaced), encoding="utf-8")
+    wire = Wire(skills)
+    try:
+        got = json.loads(wire.ask(1, "skills/get", {"uri": "skill://beta/SKILL.md"}))
+        assert got["result"]["skill"]["frontmatter"] == {"name": "beta", "description": spaced}
+        # Changed after the start to JSON nested too deeply to read: an error naming the line.
+        (skills / "beta" / "SKILL.md").write_text(skill_md("beta", "[" * 100_000))
+        error = json.loads(wire.ask(2, "skills/get", {"uri": "skill://beta/SKILL.md"}))["error"]
+        assert error["code"] == -32603 and "\n" not in error["message"], error
+        assert error["message"].startswith("Internal error: ValueError: beta/SKILL.md line 3: "
+                                           "YAML reads '[[[["), error
+    finally:
+        try:
+            wire.close()
+        finally:
+            wire.process.kill()  # one that hangs (this one did, before) goes with the test
+
+
 # --- A malformed skill is refused when it is added: one line that names its file ---
 
 def refusal(folder):
@@ -253,9 +275,15 @@ def refusal(folder):
     ({"SKILL.md": "---\nname: bad\ndescription: True\n---\n"},
      "bad/SKILL.md line 3: YAML reads 'True' as no plain text"),
     ({"SKILL.md": b"---\nname: bad\ndescription: caf\xe9\n---\n"}, "bad/SKILL.md: no front matter"),
+    # JSON that Python reads but cannot serve: nested too deeply to read, or a float past range
+    # (inf, which no JSON answer can carry): refused, as YAML reads neither as text.
+    ({"SKILL.md": "---\nname: bad\ndescription: x\nx: " + "[" * 100_000 + "\n---\n"},
+     "bad/SKILL.md line 4: YAML reads '[[[["),
+    ({"SKILL.md": "---\nname: bad\ndescription: x\nsize: {\"max\": 1e400}\n---\n"},
+     "bad/SKILL.md line 4: YAML reads '{\"max\": 1e400}' as no plain text: quote it"),
     ({"notes.md": "no SKILL.md"}, "bad/SKILL.md: no readable file inside the skill's folder"),
     ({"SKILL.md": skill_md("bad"), **{f"f{n}.txt": "x" for n in range(512)}},
-     "bad: more than 512 files in the skill's folder"),
+     "bad: more than 512 files and folders in the skill"),
 ])
 def test_a_malformed_skill_is_refused_naming_its_file(tmp_path, files, expected):
     folder = make_skills(tmp_path / "skills", {"bad": files})
@@ -280,6 +308,21 @@ def test_a_file_that_leads_out_of_its_skill_is_refused(tmp_path):
     (folder / "bad" / "absolute.txt").unlink()
     os.mkfifo(folder / "bad" / "pipe")  # reading it would wait for ever
     assert refusal(folder) == "bad/pipe: no readable file inside the skill's folder"
+
+
+def test_a_skill_of_folders_nested_deeper_than_its_files_may_be_is_refused(tmp_path):
+    # os.walk (Python 3.11) goes down by recursion: 1,000 folders deep, it raised RecursionError.
+    folder = make_skills(tmp_path / "skills", {"bad": {"SKILL.md": skill_md("bad")}})
+    deep = folder / "bad"
+    for _ in range(1100):  # one at a time: os.makedirs recurses too
+        deep = deep / "a"
+        deep.mkdir()
+    try:
+        assert refusal(folder) == "bad: more than 512 files and folders in the skill"
+    finally:  # bottom up: shutil.rmtree recurses too, and pytest cleans up tmp_path with it
+        while deep != folder / "bad":
+            deep.rmdir()
+            deep = deep.parent
 
 
 def test_a_skill_over_16_mib_is_refused(tmp_path):

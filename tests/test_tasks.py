@@ -255,6 +255,21 @@ def test_a_tool_asks_in_its_call_first_then_in_its_task(stdio):
     assert stdio.wait_for(task_id, "completed")[2]["result"] == text("Al, Bea")
 
 
+def test_a_question_the_tool_stopped_waiting_for_is_asked_no_more(stdio):
+    task_id = stdio.start("ask_either")
+    both = {"name": ask("Name?"), "nickname": ask("Nickname?")}
+    assert stdio.wait_for(task_id, "input_required")[2]["inputRequests"] == both
+    stdio.update(task_id, {"name": answer("Ann")})
+    got = stdio.wait_for(task_id, "input_required")[2]
+    while "again" not in got["inputRequests"]:  # the tool gave up on the nickname, then asked
+        got = stdio.wait_for(task_id, "input_required")[2]
+    assert got["inputRequests"] == {"again": ask("Again?")}  # no nickname: nobody waits for it
+    raw, request_id = stdio.update(task_id, {"nickname": answer("Nan")})  # late: ignored
+    assert raw == line(response(request_id, ACK))
+    stdio.update(task_id, {"again": answer("Bo")})
+    assert stdio.wait_for(task_id, "completed")[2]["result"] == text("Ann, Bo")
+
+
 # --- Cancellation, expiry, and the server's stop ---
 
 def test_tasks_cancel_stops_a_running_task_and_acknowledges_a_finished_one(stdio):
@@ -267,6 +282,23 @@ def test_tasks_cancel_stops_a_running_task_and_acknowledges_a_finished_one(stdio
     assert stdio.exchange(request(6, "tasks/cancel", {"taskId": task_id})) == line(
         response(6, ACK))
     assert "sleeper: cancelled" in stdio.close()
+
+
+@pytest.mark.parametrize("how", ["cancelled", "expired"])
+def test_a_sync_tool_waiting_for_an_answer_stops_with_its_task(stdio, how):
+    # Its worker thread waits for the answer: the task's end must free it, else each such task
+    # holds one of the server's worker threads for good, and the server cannot exit.
+    task_id = stdio.start("ask_sync")
+    stdio.wait_for(task_id, "input_required")
+    if how == "cancelled":
+        raw = stdio.exchange(request(5, "tasks/cancel", {"taskId": task_id}))
+        assert raw == line(response(5, ACK))
+    else:  # past its ttl (an hour) on the server's task clock
+        stdio.exchange(call(5, "advance_clock", {"ms": 3_600_001}))
+        assert stdio.exchange(request(6, "tasks/get", {"taskId": task_id})) == error(6, NO_TASK)
+    served = json.loads(stdio.exchange(call(7, "must_be_task", {"word": "on"})))
+    assert served["result"]["resultType"] == "task"  # the server serves on
+    assert "Traceback" not in stdio.close()  # and exits (0): no thread waits for an answer
 
 
 def test_a_task_is_kept_until_its_ttl_has_passed_never_less(stdio):
@@ -315,6 +347,13 @@ def test_the_refusals(stdio):
     legacy = {"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"taskId": task_id}}
     assert stdio.exchange(legacy) == error(9, {"code": -32601,
                                                "message": "Method not found: tasks/get"})
+
+
+@pytest.mark.parametrize("arguments", [None, [], "x", 7])
+def test_a_call_whose_arguments_are_no_object_is_refused_not_made_a_task(stdio, arguments):
+    bad = request(1, "tools/call", {"name": "sleeper", "arguments": arguments})
+    assert stdio.exchange(bad) == error(1, {
+        "code": -32602, "message": "Invalid params: tools/call needs a name and arguments"})
 
 
 def test_without_the_extension_a_tool_runs_as_before_or_needs_a_task(stdio):
