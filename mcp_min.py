@@ -1011,9 +1011,13 @@ async def elicit(self, message, schema, key="answer"):
 
 def elicit_sync(self, message, schema, key="answer"):
     """Context.elicit_sync: elicit() for a def function, which runs in a worker thread: it waits
-    for the answer."""
+    for the answer, or until the request is over (cancelled, or the server stops: the loop that
+    would bring the answer may be gone, and a thread that waits for good keeps the process)."""
     asking = asyncio.run_coroutine_threadsafe(self.elicit(message, schema, key), self.loop)
-    return asking.result()  # elicit() has its own timeout
+    while not self.cancelled:  # elicit() has its own timeout; this looks each second
+        with contextlib.suppress(TimeoutError):
+            return asking.result(1)
+    raise asyncio.CancelledError("the request ended before the client answered")
 
 
 def retry_later(self, memo=None):
@@ -1079,6 +1083,18 @@ def receive_response(server, message, session):
 
 
 NOTIFICATIONS[None] = receive_response  # a response has no method
+
+
+def end_questions(server, session):
+    """AT_END: a client that left answers nothing more: our requests to it fail now, not after
+    ANSWER_TIMEOUT, so that its calls end and the server exits. (When the server stops, calls
+    are cancelled, and with them what they wait for.)"""
+    for waiting in (session or {}).get("asked", {}).values():
+        if not waiting.done():
+            waiting.set_exception(ConnectionError("the client left before it answered"))
+
+
+AT_END.append(end_questions)
 
 
 def check_form(schema):

@@ -1,11 +1,11 @@
 """A small mcp_min server whose tools ask the user (elicitation), for tests/test_elicitation.py
 and the SDK interop tests. Both eras: stdio by default, Streamable HTTP with --http PORT.
 
-    python tests/elicitation_server.py [--http PORT]
+    python tests/elicitation_server.py [--http PORT] [--patient]
 
 Its state key is fixed ("wire-test-key"), so that a test can sign a requestState of its own
 (an expired one, say), and its ANSWER_TIMEOUT is one second, so that a client that never answers
-fails its call quickly.
+fails its call quickly (--patient: 600 s, as in mcp_min).
 """
 import json
 import sys
@@ -82,6 +82,8 @@ async def greet_prompt(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if "--patient" in sys.argv:  # ten minutes to answer, as a person gets (mcp_min's default)
+        mcp_min.ANSWER_TIMEOUT = 600.0
     if "--http" in sys.argv:
         import mcp_http
         mcp_http.serve(server, port=sys.argv[sys.argv.index("--http") + 1])

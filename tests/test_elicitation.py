@@ -3,7 +3,7 @@ exact lines out. Legacy (2025-11-25): the server's elicitation/create request ov
 a call's SSE stream, and every way a client can answer it badly. 2026-07-28: input_required
 results, their signed requestState, and every way a retry can be wrong.
 """
-import base64, hmac, json, queue, re, subprocess, sys, threading, time
+import base64, hmac, json, queue, re, signal, subprocess, sys, threading, time
 from pathlib import Path
 
 import pytest
@@ -148,6 +148,27 @@ def test_a_client_that_never_answers_fails_only_that_call(stdio):
     server.send(answer(late, ACCEPT_BO))  # too late: nobody waits for it any more
     server.silent()
     assert server.close() == []
+
+
+@pytest.mark.parametrize("tool", ["ask_name", "ask_name_sync"])
+@pytest.mark.parametrize("leaving", ["eof", "sigterm"])
+def test_a_question_nobody_can_answer_any_more_keeps_no_server_waiting(stdio, tool, leaving):
+    """With ten minutes to answer (--patient), a client that leaves while asked (stdin's EOF)
+    or a server stopped by SIGTERM ends the question at once, and the process exits. Before, a
+    client's EOF waited out ANSWER_TIMEOUT, and after SIGTERM a def tool's thread waited for an
+    answer for good, keeping the process. The 60 s bound is no race: it exits in milliseconds."""
+    server = legacy(stdio, None, SERVER + ["--patient"])
+    server.send(call(1, tool, {"greeting": "Hi"}))
+    asked(server)
+    if leaving == "eof":
+        server.proc.stdin.close()
+        failed = f"Tool {tool} failed: ConnectionError: the client left before it answered"
+        assert server.next(60) == text_result(1, failed, True)
+    else:
+        server.proc.send_signal(signal.SIGTERM)
+        assert json.loads(server.next(60))["error"]["message"] == \
+            "Cancelled: the server is shutting down"
+    assert server.proc.wait(60) == 0
 
 
 def test_an_answer_twice_an_unknown_id_and_an_error_answer(stdio):
