@@ -760,7 +760,7 @@ def same_value(written, value):
     """Whether a front matter value, as written, is the entry's value: in a form YAML shares with
     JSON ("text", {"a": 1}, [1], 1.0, true), 'single-quoted', or plain text. None: the field
     holds a nested block, which only has to be there."""
-    with contextlib.suppress(ValueError, TypeError):
+    with contextlib.suppress(ValueError, TypeError, RecursionError):  # a hostile server's nesting
         if written is None or json.loads(written) == value:
             return True
     quoted = len(written) > 1 and written[0] == written[-1] == "'"

@@ -361,3 +361,11 @@ def test_a_skill_that_names_a_file_outside_its_folder_is_refused_before_any_read
             await client.read_skill(entry)
         return reads
     assert with_skills_server(body) == []
+
+
+def test_a_front_matter_value_nested_past_pythons_limit_is_no_match_not_a_crash():
+    """A hostile server's SKILL.md may nest a value 100,000 deep: json.loads raises
+    RecursionError, which must make the value differ (SkillError), not escape read_skill."""
+    import client
+    assert client.same_value("[" * 100_000 + "]" * 100_000, []) is False
+    assert client.same_value('{"a": [1]}', {"a": [1]}) is True
