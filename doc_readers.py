@@ -424,7 +424,7 @@ class PageText(html.parser.HTMLParser):
         self.emit(data if "pre" in self.open else re.sub(r"\s+", " ", data))
 
     def emit(self, text):
-        if "skip" not in self.open:
+        if text and "skip" not in self.open:  # an empty piece: memory for nothing
             self.pieces.append(("main" in self.open, text))
 
 
