@@ -232,7 +232,7 @@ def split_front_matter(text, name):
         try:
             front = yaml.load(text[3:end.start()], Loader=yaml.CSafeLoader)
             problem = None if isinstance(front, dict) else "not a mapping of names to values"
-        except yaml.YAMLError as e:
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: an int of over 4,300 digits
             problem = "not valid YAML: " + " ".join(str(e).split())[:200]
     if problem:
         print(f"index_build: {name}: front matter read as text ({problem})", file=sys.stderr)

@@ -430,6 +430,16 @@ def test_html_of_many_tags_is_read_in_memory_a_small_multiple_of_its_size():
     assert peak < 20 * len(page)
 
 
+def test_front_matter_with_a_number_python_will_not_read_stays_text(capfd):
+    """PyYAML reads a number of over 4,300 digits with int(), which Python refuses (a
+    ValueError, not a YAMLError): the whole file was lost, not just its front matter."""
+    document = read("big.md", "---\nchecksum: " + "1" * 5_000 + "\n---\n# Big number\n\nText.\n")
+    assert document.title == "Big number"
+    assert text_of_document(document).endswith("# Big number\n\nText.\n")
+    assert "big.md: front matter read as text (not valid YAML: Exceeds the limit" in \
+        capfd.readouterr().err
+
+
 def test_rst_directive_options_are_dropped_in_linear_time():
     """Options were dropped one at a time by copying the rest: 80,000 took 12 s."""
     rst = "Note\n====\n\n.. note::\n" + "   :class: wide\n" * 200_000 + "\n   Mind it.\n"
