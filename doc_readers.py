@@ -68,12 +68,12 @@ NO_WORDS = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][^>]{0,1000}>|(?<!\w)[#*_`~
 LINK = re.compile(r"\[([^\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])")
 LINE_WITH_WORDS = re.compile(r"^.*\w.*$", re.M)
 # A fenced code block, up to its closing fence or the end of the text; a "# comment" in it is
-# no heading.
-CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+# no heading. Lines may end in "\r\n" (Windows): "$" is only ever before the "\n".
+CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[`~]*[ \t\r]*$|\Z)", re.M | re.S)
 FIRST_HEADING = re.compile(r"^#{1,6}[ \t]+(\S.*)$", re.M)
 
 # MDX: an import/export block runs to a blank line; a JSX comment; a tag and its label.
-MDX_ESM = re.compile(r"^(?:import|export)\b.*?(?:\n[ \t]*\n|\Z)", re.M | re.S)
+MDX_ESM = re.compile(r"^(?:import|export)\b.*?(?:\n[ \t\r]*\n|\Z)", re.M | re.S)
 JSX_COMMENT = re.compile(r"\{/\*.*?(?:\*/\}|\Z)", re.S)
 # A tag's name is not matched apart from its attributes: an unclosed "<aaa..." was then tried
 # at each split of the two, 2,000 steps a character (80 KB: 1.2 s, a 32 MB line: minutes).

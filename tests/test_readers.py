@@ -270,6 +270,23 @@ def test_mdx_keeps_text_labels_and_code_and_drops_esm_comments_and_tags():
                                  'looks like ESM stays\nnpm install widgets\n<Tabs> stays too\n```']
 
 
+CELL = "# Cell\n\n```\ncode\n```\n\n<b>Bold</b> and :ref:`a role <target>`.\n"
+
+
+@pytest.mark.parametrize("name, text", [
+    ("guide/install.mdx", MDX),
+    ("cell.ipynb", json.dumps({"cells": [{"cell_type": "markdown", "source": CELL}]}))])
+def test_windows_line_ends_lose_no_text_and_keep_no_markup(name, text):
+    """With "\r\n" line ends a blank line never ended an MDX import block, which then took
+    all the text up to the first code block; and no code block closed, so the tags and roles
+    after it stayed. Each file reads as it does with "\n" line ends."""
+    crlf = text.replace("\\n", "\\r\\n") if name.endswith(".ipynb") else text.replace("\n", "\r\n")
+    windows = read(name, crlf)
+    unix = read(name, text)
+    assert (windows.title, text_of_document(windows).replace("\r", "")) == \
+        (unix.title, text_of_document(unix))
+
+
 def test_mdx_without_a_title_in_front_matter_takes_its_first_line_with_words():
     assert read("a.mdx", "import X from 'x';\n\n<X />\n\n# Real title\n\nText.\n").title == \
         "Real title"
