@@ -83,6 +83,19 @@ def test_a_long_heading_costs_each_block_no_more_than_a_short_one():
     assert heading == index_build.fit_to_window("Long > " + "word " * 300, budget, tokenizer)[0][0]
 
 
+def test_a_run_of_brackets_is_stripped_of_markup_in_linear_time():
+    """A markdown block's words are found with its markup stripped, where each "[" of a run was
+    tried as a link over the next 1,000 characters: 6 s a MB, this block minutes."""
+    text = "[" * 32_000_000 + " and [a link](https://example.com)"
+    found = []
+    splitter = threading.Thread(target=lambda: found.append(index_build.split_blocks(
+        text, markdown=True)), daemon=True)
+    splitter.start()
+    splitter.join(60)
+    assert found, "splitting did not end within 60 s"
+    assert found[0] == [text]
+
+
 def test_every_docs_passage_fits_the_model():
     _, passages, _ = index_build.read_documents(DOCS)
     assert all(len(p["text"]) <= index_build.MAX_PASSAGE_CHARS for p in passages)
