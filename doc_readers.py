@@ -40,6 +40,7 @@ import collections
 import contextlib
 import html.parser  # and html.unescape
 import io
+import itertools
 import json
 import logging
 import re
@@ -60,21 +61,24 @@ FRONT_MATTER_MAX_CHARS = 64 * 1024
 FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
 # Markup with no words to find: comments, tags, images and badges, link references
 # ("[npm]: https://..."), heading, emphasis and code marks; a link keeps its text. Bounded
-# repeats keep each pattern linear on a huge line.
+# repeats keep each pattern linear on a huge line, and a link's or image's text holds no "[":
+# else each "[" of a run was tried over the next 1,000 characters (a 1 MB run: 6 s).
 NO_WORDS = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][^>]{0,1000}>|(?<!\w)[#*_`~]+|[*_`~]+(?!\w)"
-                      r"|!\[[^\]]{0,1000}\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])?"
+                      r"|!\[[^\[\]]{0,1000}\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])?"
                       r"|^ {0,3}\[[^\]\n]{1,1000}\]:[^\n]*", re.S | re.M)
-LINK = re.compile(r"\[([^\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])")
+LINK = re.compile(r"\[([^\[\]]{0,1000})\](?:\([^)]{0,1000}\)|\[[^\]]{0,1000}\])")
 LINE_WITH_WORDS = re.compile(r"^.*\w.*$", re.M)
 # A fenced code block, up to its closing fence or the end of the text; a "# comment" in it is
-# no heading.
-CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
+# no heading. Lines may end in "\r\n" (Windows): "$" is only ever before the "\n".
+CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[`~]*[ \t\r]*$|\Z)", re.M | re.S)
 FIRST_HEADING = re.compile(r"^#{1,6}[ \t]+(\S.*)$", re.M)
 
 # MDX: an import/export block runs to a blank line; a JSX comment; a tag and its label.
-MDX_ESM = re.compile(r"^(?:import|export)\b.*?(?:\n[ \t]*\n|\Z)", re.M | re.S)
+MDX_ESM = re.compile(r"^(?:import|export)\b.*?(?:\n[ \t\r]*\n|\Z)", re.M | re.S)
 JSX_COMMENT = re.compile(r"\{/\*.*?(?:\*/\}|\Z)", re.S)
-TAG = re.compile(r"<(/?)[A-Za-z][\w.:-]*([^<>]{0,2000})>")
+# A tag's name is not matched apart from its attributes: an unclosed "<aaa..." was then tried
+# at each split of the two, 2,000 steps a character (80 KB: 1.2 s, a 32 MB line: minutes).
+TAG = re.compile(r"<(/?)[A-Za-z]([^<>]{0,2000})>")
 LABEL = re.compile(r"\b(?:label|title)=(?:\"([^\"]*)\"|'([^']*)'|\{[\"']([^\"']*)[\"']\})")
 
 # reStructuredText. A title's under- or overline: one punctuation character, 3 times or more.
@@ -82,8 +86,10 @@ RST_LINE = re.compile(r"([=\-`:'\"~^_*+#.<>])\1{2,}[ \t]*")
 RST_DIRECTIVE = re.compile(r"\.\.[ \t]+([\w:.+-]+?)::[ \t]*(.*)")
 RST_OPTION = re.compile(r":[\w -]+:(?:[ \t]|$)")
 # :ref:`text <target>`, and as MyST (markdown: a notebook's cells) writes a role, {ref}`text`.
-RST_ROLE = re.compile(r"(?::[\w:.+-]+:|\{[\w:.+-]+\})`([^`<]*?)\s*(?:<[^`>]*>)?`")
-RST_LINK = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?")            # `text <url>`_
+# A role's name is bounded and its text ends in no space (no "\s*" after a lazy text): either
+# was quadratic, over a line of "a:a:a:..." or a long run of spaces (160 KB: 40 s).
+RST_ROLE = re.compile(r"(?::[\w:.+-]{1,100}:|\{[\w:.+-]+\})`((?:[^`<]*[^`<\s])?)\s*(?:<[^`>]*>)?`")
+RST_LINK = re.compile(r"`([^`<]*[^`<\s])\s*(?:<[^`>]*>)?`__?")      # `text <url>`_
 RST_LITERAL = re.compile(r"``([^`]+)``")
 RST_FOOTNOTE = re.compile(r"\s?\[[#*\w.-]*\]_")
 RST_CODE = set("code-block code sourcecode ipython parsed-literal".split())
@@ -226,7 +232,7 @@ def split_front_matter(text, name):
         try:
             front = yaml.load(text[3:end.start()], Loader=yaml.CSafeLoader)
             problem = None if isinstance(front, dict) else "not a mapping of names to values"
-        except yaml.YAMLError as e:
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: an int of over 4,300 digits
             problem = "not valid YAML: " + " ".join(str(e).split())[:200]
     if problem:
         print(f"index_build: {name}: front matter read as text ({problem})", file=sys.stderr)
@@ -330,8 +336,7 @@ def rst_directive(name, argument, body, styles):
     """A directive's text: code fenced, admonitions under their label, the dropped ones
     nothing, any other its argument and content."""
     name = name.split(":")[-1].lower()  # py:function: function
-    while body and RST_OPTION.match(body[0]):
-        body = body[1:]
+    body = list(itertools.dropwhile(RST_OPTION.match, body))  # (body[1:] in a loop: quadratic)
     if name in RST_CODE:
         return fenced("\n".join(body), argument.strip())
     if name in RST_DROPPED or name.startswith("auto"):  # automodule, autoclass, autosummary
@@ -374,8 +379,9 @@ def read_html(name, data):
 
 def tidy(prose):
     """Prose from HTML: no spaces around line ends, at most one blank line in a row, and a list
-    item's text on its "- " line (<li><p>...)."""
-    prose = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]*\n[ \t]*", "\n", prose))
+    item's text on its "- " line (<li><p>...). Spaces are tried from the first of a run only:
+    from each one, a run of spaces between tags ("<b> </b>" * 80,000) took seconds, quadratic."""
+    prose = re.sub(r"\n{3,}", "\n\n", re.sub(r"(?<![ \t])[ \t]*\n[ \t]*", "\n", prose))
     return re.sub(r"^- *\n+", "- ", prose, flags=re.M)
 
 
@@ -418,7 +424,7 @@ class PageText(html.parser.HTMLParser):
         self.emit(data if "pre" in self.open else re.sub(r"\s+", " ", data))
 
     def emit(self, text):
-        if "skip" not in self.open:
+        if text and "skip" not in self.open:  # an empty piece: memory for nothing
             self.pieces.append(("main" in self.open, text))
 
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -63,6 +64,36 @@ def test_a_sentence_longer_than_the_limit_is_cut_at_spaces(budget):
     assert all(0 < len(part) <= index_build.MAX_PASSAGE_CHARS for part, _ in pieces)
     assert all(tokens == len(part.split()) <= budget for part, tokens in pieces)
     assert " ".join(part for part, _ in pieces) == words
+
+
+def test_a_long_heading_costs_each_block_no_more_than_a_short_one():
+    """Under a heading of 1 MB each block tokenized all of it again (10 KB over 1,000 short
+    paragraphs: 12 s; this: an hour); only its first window counts, the same cut. The 60 s
+    bound is no race: this text is split in seconds."""
+    tokenizer = index_build.load_tokenizer()
+    text = "# " + "word " * 200_000 + "\n\n" + "A short paragraph.\n\n" * 2_000
+    found = []
+    splitter = threading.Thread(target=lambda: found.append(index_build.split_into_passages(
+        text, "Long", True, tokenizer)), daemon=True)
+    splitter.start()
+    splitter.join(60)
+    assert found, "splitting did not end within 60 s"
+    heading = found[0][0][-1][1]
+    budget = index_build.MODEL_WINDOW_TOKENS // 4
+    assert heading == index_build.fit_to_window("Long > " + "word " * 300, budget, tokenizer)[0][0]
+
+
+def test_a_run_of_brackets_is_stripped_of_markup_in_linear_time():
+    """A markdown block's words are found with its markup stripped, where each "[" of a run was
+    tried as a link over the next 1,000 characters: 6 s a MB, this block minutes."""
+    text = "[" * 32_000_000 + " and [a link](https://example.com)"
+    found = []
+    splitter = threading.Thread(target=lambda: found.append(index_build.split_blocks(
+        text, markdown=True)), daemon=True)
+    splitter.start()
+    splitter.join(60)
+    assert found, "splitting did not end within 60 s"
+    assert found[0] == [text]
 
 
 def test_every_docs_passage_fits_the_model():

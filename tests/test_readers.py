@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import threading
+import tracemalloc
 
 import pypdf
 import pytest
@@ -269,6 +270,23 @@ def test_mdx_keeps_text_labels_and_code_and_drops_esm_comments_and_tags():
                                  'looks like ESM stays\nnpm install widgets\n<Tabs> stays too\n```']
 
 
+CELL = "# Cell\n\n```\ncode\n```\n\n<b>Bold</b> and :ref:`a role <target>`.\n"
+
+
+@pytest.mark.parametrize("name, text", [
+    ("guide/install.mdx", MDX),
+    ("cell.ipynb", json.dumps({"cells": [{"cell_type": "markdown", "source": CELL}]}))])
+def test_windows_line_ends_lose_no_text_and_keep_no_markup(name, text):
+    """With "\r\n" line ends a blank line never ended an MDX import block, which then took
+    all the text up to the first code block; and no code block closed, so the tags and roles
+    after it stayed. Each file reads as it does with "\n" line ends."""
+    crlf = text.replace("\\n", "\\r\\n") if name.endswith(".ipynb") else text.replace("\n", "\r\n")
+    windows = read(name, crlf)
+    unix = read(name, text)
+    assert (windows.title, text_of_document(windows).replace("\r", "")) == \
+        (unix.title, text_of_document(unix))
+
+
 def test_mdx_without_a_title_in_front_matter_takes_its_first_line_with_words():
     assert read("a.mdx", "import X from 'x';\n\n<X />\n\n# Real title\n\nText.\n").title == \
         "Real title"
@@ -375,12 +393,75 @@ def test_html_ending_in_a_tag_left_open_is_read_in_linear_time():
     dropped, as a browser drops it, and the text before it kept. The 60 s bound is no race: the
     page is read in milliseconds."""
     page = "<main><h1>Cut off</h1><p>Intro text.</p><p>" + "<a href='x " * 40_000
+    document = read_within_a_minute("cut.html", page)
+    assert (document.title, text_of_document(document)) == ("Cut off", "# Cut off\n\nIntro text.")
+
+
+def read_within_a_minute(name, text):
+    """The Document read from text on a thread given 60 s: no race, as each input here is
+    read in well under a second once its reader is linear (and in minutes while it was not)."""
     found = []
-    reader = threading.Thread(target=lambda: found.append(read("cut.html", page)), daemon=True)
+    reader = threading.Thread(target=lambda: found.append(read(name, text)), daemon=True)
     reader.start()
     reader.join(60)
-    assert found, "reading the page did not end within 60 s"
-    assert (found[0].title, text_of_document(found[0])) == ("Cut off", "# Cut off\n\nIntro text.")
+    assert found, f"reading {name} did not end within 60 s"
+    return found[0]
+
+
+@pytest.mark.parametrize("line", [
+    "a:" * 200_000,              # a role's name tried from each ":" to the line's end
+    "A `stray backtick" + " " * 400_000 + "and more.",   # "\s*" after a lazy text
+    ":ref:`a role left open" + " " * 400_000 + "and more."])
+def test_rst_roles_and_links_are_found_in_linear_time(line):
+    """Each of these lines took minutes or hours (160 KB of "a:": 44 s; 40 KB of spaces: 24 s)."""
+    document = read_within_a_minute("long.rst", f"Long\n====\n\n{line}\n")
+    assert text_of_document(document).endswith(f"\n{line}")  # no role or link: left as it is
+
+
+def test_html_spaces_between_tags_are_tidied_in_linear_time():
+    """Each space of a run was tried to the run's end for a line end: 80,000 took 4 s."""
+    page = "<main><h1>Spaces</h1><p>a" + "<b> </b>" * 600_000 + "b</p></main>"
+    text = text_of_document(read_within_a_minute("spaces.html", page))
+    assert text.split() == ["#", "Spaces", "a", "b"]
+
+
+def test_mdx_tag_left_open_is_read_in_linear_time():
+    """A "<" before a long word was tried at each split of the word into a tag's name and its
+    attributes: 80 KB took 1.2 s, this 30 MB line minutes."""
+    mdx = "# Open\n\n<" + "a" * 30_000_000 + "\n"
+    document = read_within_a_minute("open.mdx", mdx)
+    assert text_of_document(document) == mdx  # no tag, nothing gone
+
+
+def test_html_of_many_tags_is_read_in_memory_a_small_multiple_of_its_size():
+    """Each tag kept an empty piece of text: 30 bytes of memory a byte of "<b>x</b>" (a page of
+    32 MB: 1 GB); now 11. tracemalloc counts the same bytes on every run: no race."""
+    page = "<main><h1>Tags</h1><p>" + "<b>x</b>" * 100_000 + "</p></main>"
+    tracemalloc.start()
+    try:
+        document = read("tags.html", page)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text_of_document(document) == "# Tags\n\n" + "x" * 100_000
+    assert peak < 20 * len(page)
+
+
+def test_front_matter_with_a_number_python_will_not_read_stays_text(capfd):
+    """PyYAML reads a number of over 4,300 digits with int(), which Python refuses (a
+    ValueError, not a YAMLError): the whole file was lost, not just its front matter."""
+    document = read("big.md", "---\nchecksum: " + "1" * 5_000 + "\n---\n# Big number\n\nText.\n")
+    assert document.title == "Big number"
+    assert text_of_document(document).endswith("# Big number\n\nText.\n")
+    assert "big.md: front matter read as text (not valid YAML: Exceeds the limit" in \
+        capfd.readouterr().err
+
+
+def test_rst_directive_options_are_dropped_in_linear_time():
+    """Options were dropped one at a time by copying the rest: 80,000 took 12 s."""
+    rst = "Note\n====\n\n.. note::\n" + "   :class: wide\n" * 200_000 + "\n   Mind it.\n"
+    text = text_of_document(read_within_a_minute("options.rst", rst))
+    assert text.split() == ["#", "Note", "Note:", "Mind", "it."]
 
 
 @pytest.mark.parametrize("metadata", ["Microsoft Word - manual.docx", "untitled", "Document1",
