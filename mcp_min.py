@@ -975,11 +975,13 @@ METHODS["completion/complete"] = Method(complete, "completions")
 # requests from the server: the result says input_required, with the questions and a signed
 # requestState; the client asks the user and sends the same request again, with the answers, and
 # the function runs again from the top, this time finding them.
-import hashlib, hmac, secrets, time
+import hashlib, hmac, secrets, time, weakref
 
 MISSING_CAPABILITY = -32021  # 2026-07-28: a request needs a capability the client did not declare
 ANSWER_TIMEOUT = 600.0  # seconds a client gets to answer our request (a person fills in a form)
 STATE_TTL = 600  # seconds a 2026-07-28 requestState stays valid
+# Our requests still waiting for an answer, every client's: when the server stops, none can come.
+OPEN_QUESTIONS = weakref.WeakSet()
 # What an elicitation form may hold: a flat object of primitives, each with a default if wanted
 # (SEP-1034); enums in the five forms of SEP-1330: a string with enum, oneOf [{const, title}] or
 # enum + enumNames; an array whose items have enum or anyOf.
@@ -1055,6 +1057,7 @@ async def request(self, request):
     request_id = f"mcp-min-{secrets.token_hex(8)}"
     asked = self.session.setdefault("asked", {})
     asked[request_id] = self.loop.create_future()
+    OPEN_QUESTIONS.add(asked[request_id])
     try:
         self.send({"jsonrpc": "2.0", "id": request_id, **request})
         response = await asyncio.wait_for(asked[request_id], ANSWER_TIMEOUT)
@@ -1086,12 +1089,14 @@ NOTIFICATIONS[None] = receive_response  # a response has no method
 
 
 def end_questions(server, session):
-    """AT_END: a client that left answers nothing more: our requests to it fail now, not after
-    ANSWER_TIMEOUT, so that its calls end and the server exits. (When the server stops, calls
-    are cancelled, and with them what they wait for.)"""
-    for waiting in (session or {}).get("asked", {}).values():
-        if not waiting.done():
-            waiting.set_exception(ConnectionError("the client left before it answered"))
+    """AT_END: a client that left, or every client when the server stops, answers nothing more:
+    our requests fail now, not after ANSWER_TIMEOUT, so that the calls that wait end (a def
+    tool's thread in elicit_sync too) and the server exits."""
+    loop = asyncio.get_running_loop()  # this server's: another may run in the same process
+    questions = session.get("asked", {}).values() if session else OPEN_QUESTIONS
+    reason = "the client left before it answered" if session else "the server is stopping"
+    for waiting in [q for q in questions if q.get_loop() is loop and not q.done()]:
+        waiting.set_exception(ConnectionError(reason))
 
 
 AT_END.append(end_questions)

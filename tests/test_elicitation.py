@@ -407,6 +407,30 @@ def test_http_legacy_elicitation_on_the_calls_stream(http_url):
            "request needs", True))
 
 
+@pytest.mark.parametrize("tool", ["ask_name", "ask_name_sync"])
+def test_http_server_stopped_while_a_call_waits_for_an_answer_answers_and_exits(tool):
+    """SIGTERM over HTTP while a call waits for its client's answer (600 s to answer): no answer
+    can come in any more, so the call fails at once with its reason, and the process exits,
+    without waiting out the grace period or, for a def tool, for good."""
+    command = SERVER + ["--http", "0", "--patient"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        port = int(re.search(r":(\d+)/mcp", process.stderr.readline())[1])
+        opened = post(port, initialize({"elicitation": {}}))
+        session = {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
+                   "MCP-Protocol-Version": "2025-11-25"}
+        opened.read()
+        stream = post(port, call(1, tool, {"greeting": "Hi"}), session)
+        assert sse_event(stream)["method"] == "elicitation/create"
+        process.send_signal(signal.SIGTERM)
+        assert sse_event(stream) == json.loads(text_result(
+            1, f"Tool {tool} failed: ConnectionError: the server is stopping", True))
+        assert process.wait(60) == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_http_modern_missing_capability_is_400(http_url):
     message = modern(1, "ask_name", {"greeting": "Hi"}, capabilities={})
     refused = post(http_url, message, {"MCP-Protocol-Version": "2026-07-28",
