@@ -384,11 +384,16 @@ def sse_event(response):
             return json.loads(text[6:])
 
 
-def test_http_legacy_elicitation_on_the_calls_stream(http_url):
-    opened = post(http_url, initialize({"elicitation": {}}))
-    session = {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
-               "MCP-Protocol-Version": "2025-11-25"}
+def http_session(port):
+    """A legacy HTTP session whose client declared elicitation: the headers its requests carry."""
+    opened = post(port, initialize({"elicitation": {}}))
     opened.read()
+    return {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
+            "MCP-Protocol-Version": "2025-11-25"}
+
+
+def test_http_legacy_elicitation_on_the_calls_stream(http_url):
+    session = http_session(http_url)
     stream = post(http_url, call(1, "ask_name", {"greeting": "Hi"}), session)
     assert stream.getheader("Content-Type") == "text/event-stream"
     question = sse_event(stream)
@@ -416,11 +421,7 @@ def test_http_server_stopped_while_a_call_waits_for_an_answer_answers_and_exits(
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         port = int(re.search(r":(\d+)/mcp", process.stderr.readline())[1])
-        opened = post(port, initialize({"elicitation": {}}))
-        session = {"Mcp-Session-Id": opened.getheader("Mcp-Session-Id"),
-                   "MCP-Protocol-Version": "2025-11-25"}
-        opened.read()
-        stream = post(port, call(1, tool, {"greeting": "Hi"}), session)
+        stream = post(port, call(1, tool, {"greeting": "Hi"}), http_session(port))
         assert sse_event(stream)["method"] == "elicitation/create"
         process.send_signal(signal.SIGTERM)
         assert sse_event(stream) == json.loads(text_result(
